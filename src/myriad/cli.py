@@ -1,0 +1,94 @@
+"""The `myriad` command: a thin layer that parses arguments, calls the library, prints.
+
+Exit codes: 0 success, 1 the cluster has a problem (lint error, failed check), 2 the
+input is unusable (invalid spec, bad arguments).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from rich.console import Console
+
+from myriad import __version__
+from myriad.fsutil import atomic_write_text
+from myriad.spec.problems import MyriadError, SpecError
+
+EXIT_OK, EXIT_PROBLEM, EXIT_INVALID = 0, 1, 2
+
+
+def _cmd_plan(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from myriad.planning import plan_spec
+
+    result = plan_spec(args.spec)
+    document = result.to_dict()
+    if args.out is not None:
+        atomic_write_text(args.out / "plan.json", json.dumps(document, indent=2) + "\n")
+    if args.json:
+        sys.stdout.write(json.dumps(document, indent=2) + "\n")
+    else:
+        from myriad.views.plan import print_plan
+
+        print_plan(out, result.loaded, result.plan, result.findings)
+        if args.out is not None:
+            out.print(f"plan written to {args.out / 'plan.json'}")
+    return EXIT_PROBLEM if result.has_errors else EXIT_OK
+
+
+def _cmd_schema(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from myriad.spec.models import Cluster
+
+    schema = Cluster.model_json_schema(by_alias=True)
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    sys.stdout.write(json.dumps(schema, indent=2) + "\n")
+    return EXIT_OK
+
+
+Handler = Callable[[argparse.Namespace, Console, Console], int]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="myriad",
+        description="Plan, provision, bring up and validate GPU clusters from one spec.",
+    )
+    parser.add_argument("--version", action="version", version=f"myriad {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    plan = commands.add_parser(
+        "plan", help="check the hardware choices and compute the cluster (fabric, power, cost)"
+    )
+    plan.add_argument("spec", type=Path, help="the cluster.yaml")
+    plan.add_argument("--json", action="store_true", help="print the plan and findings as JSON")
+    plan.add_argument("--out", type=Path, metavar="DIR", help="also write DIR/plan.json")
+    plan.set_defaults(handler=_cmd_plan)
+
+    schema = commands.add_parser("schema", help="print the JSON Schema of cluster.yaml")
+    schema.set_defaults(handler=_cmd_schema)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    out = Console()
+    err = Console(stderr=True)
+    handler: Handler = args.handler
+    try:
+        return handler(args, out, err)
+    except SpecError as exc:
+        err.print(exc.render(), markup=False, highlight=False)
+        return EXIT_INVALID
+    except MyriadError as exc:
+        err.print(f"error: {exc}", markup=False, highlight=False)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        err.print("interrupted")
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

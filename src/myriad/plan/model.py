@@ -1,0 +1,147 @@
+"""What a plan holds: plain frozen dataclasses, computed by pure functions from spec + catalog.
+
+Units are in the field names (`_gbs` = gigabytes per second, `_gbps` = gigabits per
+second, `_kw`, `_usd`), so a figure cannot be read in the wrong unit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+
+@dataclass(frozen=True, slots=True)
+class PoolSummary:
+    name: str
+    role: str
+    profile: str
+    nodes: int
+    gpus: int
+    gpu_model: str | None
+    compute_nics_per_node: int
+    server_kw: float
+
+
+@dataclass(frozen=True, slots=True)
+class Island:
+    index: int
+    nodes: int
+    leaves: int
+    spines: int
+
+
+@dataclass(frozen=True, slots=True)
+class LeafPlacement:
+    """Where one compute NIC of one node plugs in."""
+
+    island: int
+    leaf: str
+    port: int
+    rail: int
+
+
+@dataclass(frozen=True, slots=True)
+class Fabric:
+    kind: Literal["fat-tree", "rail-optimized"]
+    fabric: Literal["infiniband", "roce", "ethernet"]
+    leaf_model: str
+    spine_model: str
+    radix: int
+    port_speed_gbps: int
+    endpoint_speed_gbps: int
+    endpoints: int
+    rails: int
+    island_nodes: int
+    islands: tuple[Island, ...]
+    tiers: int
+    leaves: int
+    spines: int
+    core_switches: int
+    node_links: int
+    leaf_spine_links: int
+    spine_core_links: int
+    cables: int
+    transceivers: int
+    injection_gbps_per_node: float
+    island_bisection_gbps: float
+    bisection_gbps: float
+    inter_island_oversubscription: float
+    switch_kw: float
+
+
+@dataclass(frozen=True, slots=True)
+class Power:
+    gpu_kw: float
+    server_kw: float
+    switch_kw: float
+    it_kw: float
+    facility_kw: float
+    energy_mwh_per_year: float
+    cost_usd_per_year: float
+    racks_by_power: int
+    racks_by_space: int
+    racks: int
+    max_server_kw: float
+    servers_per_rack: int
+
+
+@dataclass(frozen=True, slots=True)
+class NodeBandwidth:
+    """Expected figures for one compute profile; the validation step gates on these."""
+
+    profile: str
+    nic_model: str | None
+    nic_line_gbs: float
+    pcie_slot_gbs: float
+    per_nic_rdma_gbs: float
+    intra_node_busbw_gbs: float | None
+    inter_node_busbw_gbs: float | None
+    limited_by: str
+
+
+@dataclass(frozen=True, slots=True)
+class Compute:
+    gpus: int
+    peak_bf16_pflops: float
+    peak_fp8_pflops: float | None
+    params_billion: float
+    tokens_billion: float
+    mfu: float
+    precision: str
+    training_flops: float
+    training_days: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointStall:
+    strategy: str
+    seconds: float
+    limited_by: str
+
+
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    params_billion: float
+    size_gb: float
+    chosen: str
+    stalls: tuple[CheckpointStall, ...]
+    interval_minutes: float
+    overhead_fraction: float
+    burst_gbs: float
+    storage_write_gbs: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    cluster: str
+    nodes: int
+    gpus: int
+    pools: tuple[PoolSummary, ...]
+    fabric: Fabric | None
+    power: Power
+    bandwidth: tuple[NodeBandwidth, ...]
+    compute: Compute
+    checkpoint: Checkpoint | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)

@@ -1,0 +1,104 @@
+"""Typed entries of the hardware catalog: the datasheet figures the planner and lints use.
+
+Every entry names where its figures come from (`source`), so a reviewer can check a
+number before trusting a plan built on it.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
+
+PcieGen = Literal[3, 4, 5, 6]
+LinkLayer = Literal["infiniband", "ethernet"]
+
+
+class _Entry(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+    source: str = Field(min_length=3, description="Datasheet or document the figures come from")
+
+
+class GpuModel(_Entry):
+    vendor: Literal["nvidia", "amd", "intel"] = "nvidia"
+    form_factor: Literal["sxm", "oam", "pcie"]
+    memory_gb: PositiveInt = Field(description="Memory as marketed (80 for an 80 GB part)")
+    board_power_w: PositiveInt
+    bf16_dense_tflops: PositiveFloat
+    fp8_dense_tflops: PositiveFloat | None = None
+    nvlink_gbs: float = Field(
+        ge=0, description="NVLink bandwidth per GPU, both directions together, GB/s"
+    )
+    nvlink_links: int = Field(ge=0, description="NVLink links per GPU (what nvidia-smi lists)")
+    pcie_gen: PcieGen
+    pcie_lanes: PositiveInt = 16
+    allreduce_busbw_8gpu_gbs: PositiveFloat | None = Field(
+        default=None,
+        description="nccl-tests all_reduce busbw of one 8-GPU node at large messages, GB/s",
+    )
+
+
+class NicModel(_Entry):
+    speed_gbps: PositiveInt = Field(description="Line rate per port, Gb/s")
+    ports: PositiveInt = 1
+    pcie_gen: PcieGen
+    pcie_lanes: PositiveInt = 16
+    link_layers: tuple[LinkLayer, ...] = Field(min_length=1)
+    rdma: bool = True
+    power_w: PositiveFloat = 25.0
+
+
+class SwitchModel(_Entry):
+    kind: LinkLayer
+    ports: PositiveInt = Field(description="Ports at port_speed_gbps (after any splitting)")
+    port_speed_gbps: PositiveInt
+    power_w: PositiveFloat = Field(description="Typical power with optics, W")
+    rack_units: PositiveInt = 1
+
+
+class ServerCpu(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+    sockets: PositiveInt
+    cores_per_socket: PositiveInt
+
+
+class ServerNics(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+    model: str
+    count: PositiveInt
+
+
+class ServerLayout(_Entry):
+    gpu_model: str
+    gpu_count: PositiveInt
+    cpu: ServerCpu
+    memory_gib: PositiveInt
+    pcie_gen: PcieGen
+    pcie_switches: int = Field(ge=0)
+    nvswitch: int = Field(ge=0)
+    compute_nics: ServerNics
+    max_power_kw: PositiveFloat
+    rack_units: PositiveInt
+
+
+class Catalog(BaseModel):
+    """The whole catalog; the shipped file and a spec's `catalog:` section share this shape."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+    gpus: dict[str, GpuModel] = Field(default_factory=dict)
+    nics: dict[str, NicModel] = Field(default_factory=dict)
+    switches: dict[str, SwitchModel] = Field(default_factory=dict)
+    servers: dict[str, ServerLayout] = Field(default_factory=dict)
+
+    def merged_with(self, other: Catalog) -> Catalog:
+        """Entries of `other` add to or replace entries of this catalog, name by name."""
+        return Catalog(
+            gpus={**self.gpus, **other.gpus},
+            nics={**self.nics, **other.nics},
+            switches={**self.switches, **other.switches},
+            servers={**self.servers, **other.servers},
+        )

@@ -1,0 +1,526 @@
+"""Hardware-selection lints: the rules an experienced cluster builder applies before buying.
+
+Each lint is a pure function of the loaded spec and its plan that yields findings with an
+id, a severity, the numbers behind it and a suggestion. A finding names the spec path it
+comes from, so the report can point at `file:line`.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Literal
+
+from myriad.plan.bandwidth import pcie_slot_gbs
+from myriad.plan.model import Plan
+from myriad.spec.catalog_models import NicModel
+from myriad.spec.loader import LoadedSpec
+from myriad.spec.models import NicGroup, Profile
+from myriad.spec.problems import Path, format_path
+
+Severity = Literal["error", "warning", "info"]
+SEVERITY_ORDER: dict[Severity, int] = {"error": 0, "warning": 1, "info": 2}
+
+# REFERENCE.md: air cooling is commonly limited to roughly 30-40 kW per rack.
+AIR_COOLED_RACK_KW = 40.0
+# Data loaders, NCCL proxy threads and the launcher each want host cores per GPU.
+MIN_CORES_PER_GPU = 8
+# Checkpoint staging and pinned buffers: host memory of at least the GPUs' memory, ideally 2x.
+HOST_MEMORY_RATIO_WARN = 1.0
+HOST_MEMORY_RATIO_GOOD = 2.0
+# Addresses a subnet loses to network, broadcast and gateway.
+RESERVED_ADDRESSES = 3
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    id: str
+    severity: Severity
+    message: str
+    suggestion: str
+    path: Path = ()
+    numbers: dict[str, float | int | str] = field(default_factory=dict)
+
+    def location(self, loaded: LoadedSpec) -> str:
+        mark = loaded.source.mark_for(self.path)
+        return f"{loaded.source.file}:{mark.line}:{mark.column}"
+
+    def to_dict(self, loaded: LoadedSpec) -> dict[str, object]:
+        return {
+            "id": self.id,
+            "severity": self.severity,
+            "message": self.message,
+            "suggestion": self.suggestion,
+            "path": format_path(self.path),
+            "location": self.location(loaded),
+            "numbers": self.numbers,
+        }
+
+
+Lint = Callable[[LoadedSpec, Plan], Iterator[Finding]]
+
+
+def _nic_groups(profile: Profile) -> Iterator[tuple[str, NicGroup]]:
+    for purpose in ("compute", "storage", "management"):
+        group = getattr(profile.nics, purpose)
+        if group is not None:
+            yield purpose, group
+
+
+def _line_gbs(nic: NicModel) -> float:
+    return nic.speed_gbps * nic.ports / 8
+
+
+def nic_faster_than_slot(loaded: LoadedSpec, plan: Plan) -> Iterator[Finding]:
+    for name, profile in loaded.spec.profiles.items():
+        for purpose, group in _nic_groups(profile):
+            nic = loaded.catalog.nics[group.model]
+            slot_gen = group.slot_gen or profile.pcie.gen
+            gen = min(slot_gen, nic.pcie_gen)
+            lanes = min(group.slot_lanes, nic.pcie_lanes)
+            slot = pcie_slot_gbs(gen, lanes)
+            line = _line_gbs(nic)
+            if line <= slot:
+                continue
+            yield Finding(
+                id="nic-pcie-bottleneck",
+                severity="warning",
+                message=(
+                    f"{group.model} ({nic.speed_gbps * nic.ports} Gb/s = {line:.1f} GB/s) in a "
+                    f"PCIe Gen{gen} x{lanes} slot, which carries {slot:.1f} GB/s: each "
+                    f"{purpose} NIC runs at {slot / line:.0%} of its line rate"
+                ),
+                suggestion=(
+                    f"use PCIe Gen{nic.pcie_gen} hosts for this NIC, or a NIC of at most "
+                    f"{int(slot * 8 // 100 * 100)} Gb/s"
+                ),
+                path=("profiles", name, "nics", purpose),
+                numbers={"nic_gbs": line, "slot_gbs": slot, "pcie_gen": gen, "lanes": lanes},
+            )
+
+
+def nics_per_gpu(loaded: LoadedSpec, plan: Plan) -> Iterator[Finding]:
+    compute_profiles = {p.profile for p in loaded.spec.pools if p.role == "compute"}
+    for name in sorted(compute_profiles):
+        profile = loaded.spec.profiles[name]
+        if profile.gpu is None or profile.gpu.count < 2:
+            continue
+        gpus = profile.gpu.count
+        group = profile.nics.compute
+        if group is None:
+            yield Finding(
+                id="nics-per-gpu",
+                severity="warning",
+                message=f"{gpus}-GPU nodes have no compute NICs: traffic between nodes uses TCP",
+                suggestion=f"add nics.compute with one RDMA NIC per GPU ({gpus}) or per pair",
+                path=("profiles", name, "nics"),
+                numbers={"gpus": gpus, "compute_nics": 0},
+            )
+            continue
+        if gpus / group.count > 2:
+            yield Finding(
+                id="nics-per-gpu",
+                severity="warning",
+                message=(
+                    f"{gpus} GPUs share {group.count} compute NICs ({gpus / group.count:g} GPUs "
+                    "per NIC): inter-node all-reduce is capped well below NVLink speed"
+                ),
+                suggestion=f"use {gpus} (one per GPU) or {gpus // 2} (one per GPU pair) NICs",
+                path=("profiles", name, "nics", "compute", "count"),
+                numbers={"gpus": gpus, "compute_nics": group.count},
+            )
+
+
+def gpu_nic_placement(loaded: LoadedSpec, plan: Plan) -> Iterator[Finding]:
+    rail = loaded.spec.network.topology.kind == "rail-optimized"
+    for name, profile in loaded.spec.profiles.items():
+        group = profile.nics.compute
+        if profile.gpu is None or group is None or profile.gpu.count < 2:
+            continue
+        switches = profile.pcie.switches
+        if switches == 0:
+            yield Finding(
+                id="gpu-nic-placement",
+                severity="warning" if rail else "info",
+                message=(
+                    "no PCIe switches: GPU-to-NIC traffic crosses the CPU root complex, so "
+                    "GPUDirect RDMA runs at PHB/SYS distance"
+                ),
+                suggestion="pick a layout with PCIe switches pairing each NIC with its GPUs",
+                path=("profiles", name, "pcie", "switches"),
+                numbers={"pcie_switches": 0},
+            )
+            continue
+        if profile.gpu.count % switches or group.count % switches:
+            yield Finding(
+                id="gpu-nic-placement",
+                severity="warning",
+                message=(
+                    f"{profile.gpu.count} GPUs and {group.count} compute NICs do not split evenly "
+                    f"over {switches} PCIe switches: some GPUs reach their NIC through the CPU"
+                ),
+                suggestion=(
+                    f"use a multiple of {switches} NICs so each switch holds its GPUs' NIC"
+                ),
+                path=("profiles", name, "pcie", "switches"),
+                numbers={
+                    "gpus": profile.gpu.count,
+                    "compute_nics": group.count,
+                    "pcie_switches": switches,
+                },
+            )
+
+
+def host_resources(loaded: LoadedSpec, plan: Plan) -> Iterator[Finding]:
+    for name, profile in loaded.spec.profiles.items():
+        if profile.gpu is None:
+            continue
+        gpu = loaded.catalog.gpus[profile.gpu.model]
+        gpu_memory_gib = gpu.memory_gb * profile.gpu.count * 1e9 / 2**30
+        ratio = profile.memory_gib / gpu_memory_gib
+        if ratio < HOST_MEMORY_RATIO_GOOD:
+            yield Finding(
+                id="host-memory",
+                severity="warning" if ratio < HOST_MEMORY_RATIO_WARN else "info",
+                message=(
+                    f"{profile.memory_gib} GiB host memory for {gpu_memory_gib:.0f} GiB of GPU "
+                    f"memory ({ratio:.2f}x): checkpoint staging and pinned buffers need room"
+                ),
+                suggestion=(
+                    f"plan at least {math.ceil(gpu_memory_gib * HOST_MEMORY_RATIO_GOOD)} GiB "
+                    "(2x the GPU memory)"
+                ),
+                path=("profiles", name, "memory_gib"),
+                numbers={"host_gib": profile.memory_gib, "gpu_gib": round(gpu_memory_gib, 1)},
+            )
+        per_gpu = profile.cpu.cores / profile.gpu.count
+        if per_gpu < MIN_CORES_PER_GPU:
+            yield Finding(
+                id="cpu-cores-per-gpu",
+                severity="warning",
+                message=(
+                    f"{profile.cpu.cores} CPU cores for {profile.gpu.count} GPUs "
+                    f"({per_gpu:g} per GPU): data loading will starve the GPUs"
+                ),
+                suggestion=f"plan at least {MIN_CORES_PER_GPU} cores per GPU",
+                path=("profiles", name, "cpu"),
+                numbers={"cores": profile.cpu.cores, "gpus": profile.gpu.count},
+            )
+
+
+def rack_power(loaded: LoadedSpec, plan: Plan) -> Iterator[Finding]:
+    facility = loaded.spec.facility
+    for pool in plan.pools:
+        if pool.server_kw > facility.rack_kw:
+            index = next(i for i, p in enumerate(loaded.spec.pools) if p.name == pool.name)
+            yield Finding(
+                id="rack-power",
+                severity="error",
+                message=(
+                    f"one {pool.profile} server draws {pool.server_kw:g} kW, more than the "
+                    f"{facility.rack_kw:g} kW a rack may draw"
+                ),
+                suggestion="raise facility.rack_kw (with liquid cooling) or pick smaller servers",
+                path=("pools", index, "profile"),
+                numbers={"server_kw": pool.server_kw, "rack_kw": facility.rack_kw},
+            )
+    if facility.cooling == "air" and facility.rack_kw > AIR_COOLED_RACK_KW:
+        yield Finding(
+            id="rack-cooling",
+            severity="warning",
+            message=(
+                f"{facility.rack_kw:g} kW per rack with air cooling: air is commonly limited "
+                f"to {AIR_COOLED_RACK_KW:g} kW per rack"
+            ),
+            suggestion="use liquid cooling (rear-door or direct-to-chip), or lower rack_kw",
+            path=("facility", "rack_kw"),
+            numbers={"rack_kw": facility.rack_kw, "air_limit_kw": AIR_COOLED_RACK_KW},
+        )
+
+
+def facility_power(loaded: LoadedSpec, plan: Plan) -> Iterator[Finding]:
+    limit = loaded.spec.facility.power_limit_mw
+    if limit is not None and plan.power.facility_kw > limit * 1000:
+        yield Finding(
+            id="facility-power",
+            severity="error",
+            message=(
+                f"the cluster needs {plan.power.facility_kw / 1000:.2f} MW at the facility "
+                f"(IT {plan.power.it_kw / 1000:.2f} MW x PUE), more than the {limit:g} MW available"
+            ),
+            suggestion="fewer nodes, a lower PUE, or more facility power",
+            path=("facility", "power_limit_mw"),
+            numbers={"facility_mw": round(plan.power.facility_kw / 1000, 3), "limit_mw": limit},
+        )
+
+
+def fabric_fit(loaded: LoadedSpec, plan: Plan) -> Iterator[Finding]:
+    spec, fabric = loaded.spec, plan.fabric
+    if fabric is None:
+        return
+    topology_path: Path = ("network", "topology")
+    k = fabric.radix
+    island_endpoints = fabric.island_nodes * fabric.rails
+    if island_endpoints > k**3 // 4:
+        yield Finding(
+            id="island-radix",
+            severity="error",
+            message=(
+                f"an island of {fabric.island_nodes} nodes has {island_endpoints} endpoints; "
+                f"{k}-port switches build at most {k**3 // 4} non-blocking in three tiers"
+            ),
+            suggestion="make islands smaller (island_nodes) or use a higher-radix switch",
+            path=(*topology_path, "island_nodes"),
+            numbers={"island_endpoints": island_endpoints, "max_three_tier": k**3 // 4},
+        )
+    elif island_endpoints > k**2 // 2:
+        yield Finding(
+            id="island-radix",
+            severity="info",
+            message=(
+                f"an island of {island_endpoints} endpoints exceeds the {k**2 // 2} a two-tier "
+                f"fat-tree of {k}-port switches reaches: the island needs three tiers"
+            ),
+            suggestion=f"islands of at most {k**2 // 2 // fabric.rails} nodes stay two-tier",
+            path=(*topology_path, "island_nodes"),
+            numbers={"island_endpoints": island_endpoints, "max_two_tier": k**2 // 2},
+        )
+    leaf = loaded.catalog.switches[spec.network.topology.switch]
+    wants = "infiniband" if spec.network.fabric == "infiniband" else "ethernet"
+    if leaf.kind != wants:
+        yield Finding(
+            id="fabric-switch-kind",
+            severity="error",
+            message=f"{spec.network.topology.switch} is an {leaf.kind} switch; the fabric is "
+            f"{spec.network.fabric}",
+            suggestion=f"pick an {wants} switch from the catalog",
+            path=(*topology_path, "switch"),
+        )
+    for name, profile in spec.profiles.items():
+        group = profile.nics.compute
+        if group is None:
+            continue
+        nic = loaded.catalog.nics[group.model]
+        if wants not in nic.link_layers:
+            yield Finding(
+                id="fabric-nic-kind",
+                severity="error",
+                message=f"{group.model} speaks {', '.join(nic.link_layers)}; the fabric is "
+                f"{spec.network.fabric}",
+                suggestion="pick a compute NIC that supports the fabric's link layer",
+                path=("profiles", name, "nics", "compute", "model"),
+            )
+        elif spec.network.fabric != "ethernet" and not nic.rdma:
+            yield Finding(
+                id="fabric-nic-kind",
+                severity="error",
+                message=f"{group.model} has no RDMA; {spec.network.fabric} needs it",
+                suggestion="pick an RDMA-capable NIC (ConnectX family)",
+                path=("profiles", name, "nics", "compute", "model"),
+            )
+        if nic.speed_gbps > leaf.port_speed_gbps:
+            yield Finding(
+                id="nic-switch-speed",
+                severity="warning",
+                message=f"{group.model} runs at {nic.speed_gbps} Gb/s but "
+                f"{spec.network.topology.switch} ports at {leaf.port_speed_gbps} Gb/s",
+                suggestion="pick a leaf switch whose ports match the NIC speed",
+                path=(*topology_path, "switch"),
+                numbers={"nic_gbps": nic.speed_gbps, "port_gbps": leaf.port_speed_gbps},
+            )
+        elif nic.speed_gbps < leaf.port_speed_gbps:
+            yield Finding(
+                id="nic-switch-speed",
+                severity="info",
+                message=f"{group.model} at {nic.speed_gbps} Gb/s on {leaf.port_speed_gbps} Gb/s "
+                "ports leaves switch capacity idle",
+                suggestion="use the switch's split-port entry (e.g. SN5600-400G) so each port "
+                "serves several NICs",
+                path=(*topology_path, "switch"),
+                numbers={"nic_gbps": nic.speed_gbps, "port_gbps": leaf.port_speed_gbps},
+            )
+
+
+def addressing(loaded: LoadedSpec, plan: Plan) -> Iterator[Finding]:
+    spec = loaded.spec
+    compute_nics = sum(
+        pool.count * (spec.profiles[pool.profile].nics.compute.count)
+        for pool in spec.pools
+        if spec.profiles[pool.profile].nics.compute is not None
+    )
+    needs = {"management": plan.nodes, "storage": plan.nodes, "compute": compute_nics}
+    for network_name, needed in needs.items():
+        cidr = getattr(spec.network.addressing, network_name)
+        if cidr is None or needed == 0:
+            continue
+        usable = ipaddress.ip_network(cidr).num_addresses - RESERVED_ADDRESSES
+        if needed > usable:
+            prefix = 32 - math.ceil(math.log2(needed + RESERVED_ADDRESSES))
+            yield Finding(
+                id="addressing",
+                severity="error",
+                message=f"the {network_name} network {cidr} has {max(usable, 0)} usable addresses "
+                f"for {needed} interfaces",
+                suggestion=f"use a /{prefix} or larger",
+                path=("network", "addressing", network_name),
+                numbers={"needed": needed, "usable": max(usable, 0)},
+            )
+
+
+def duplicate_names(loaded: LoadedSpec, plan: Plan) -> Iterator[Finding]:
+    pools = loaded.spec.pools
+    for name, count in Counter(p.name for p in pools).items():
+        if count > 1:
+            index = [i for i, p in enumerate(pools) if p.name == name][1]
+            yield Finding(
+                id="duplicate-names",
+                severity="error",
+                message=f"pool name '{name}' is used {count} times; host names would collide",
+                suggestion="give every pool its own name",
+                path=("pools", index, "name"),
+            )
+    owner: dict[str, str] = {}
+    for index, pool in enumerate(pools):
+        if sum(1 for p in pools if p.name == pool.name) > 1:
+            continue
+        for host in pool.hostnames():
+            if host in owner:
+                yield Finding(
+                    id="duplicate-names",
+                    severity="error",
+                    message=f"host name {host} comes from pool '{owner[host]}' and pool "
+                    f"'{pool.name}'",
+                    suggestion="rename one of the pools so their names are not prefixes",
+                    path=("pools", index, "name"),
+                )
+                break
+            owner[host] = pool.name
+
+
+def storage_for_checkpoints(loaded: LoadedSpec, plan: Plan) -> Iterator[Finding]:
+    storage = loaded.spec.storage
+    checkpoint = plan.checkpoint
+    if storage.checkpoint is None or checkpoint is None:
+        return
+    path: Path = ("storage", "checkpoint")
+    if storage.kind == "none":
+        yield Finding(
+            id="storage-checkpoint",
+            severity="error",
+            message="checkpoints are planned but storage kind is none",
+            suggestion="set storage.kind (nfs, lustre, ...) with its write bandwidth",
+            path=("storage", "kind"),
+        )
+        return
+    drain = next((s for s in checkpoint.stalls if s.strategy == "distributed"), None)
+    interval_s = checkpoint.interval_minutes * 60
+    if drain is not None and drain.seconds > interval_s:
+        yield Finding(
+            id="storage-checkpoint",
+            severity="error",
+            message=(
+                f"writing one {checkpoint.size_gb:.0f} GB checkpoint takes {drain.seconds:.0f} s "
+                f"at best, longer than the {interval_s:.0f} s interval: checkpoints would pile up"
+            ),
+            suggestion="faster storage (write_gbs), more storage NICs, or a longer interval",
+            path=(*path, "interval_minutes"),
+            numbers={"write_seconds": round(drain.seconds, 1), "interval_seconds": interval_s},
+        )
+    if checkpoint.storage_write_gbs is None:
+        yield Finding(
+            id="storage-checkpoint",
+            severity="info",
+            message="storage.write_gbs is not set, so the storage system's own limit is not "
+            "part of the checkpoint figures",
+            suggestion="set storage.write_gbs to the storage system's aggregate write GB/s",
+            path=("storage",),
+        )
+    elif checkpoint.storage_write_gbs < checkpoint.burst_gbs:
+        yield Finding(
+            id="storage-checkpoint",
+            severity="warning",
+            message=(
+                f"all nodes together can write {checkpoint.burst_gbs:.0f} GB/s but storage takes "
+                f"{checkpoint.storage_write_gbs:g} GB/s: the storage system sets the checkpoint "
+                "time"
+            ),
+            suggestion="size storage for the burst, or stagger checkpoints",
+            path=("storage", "write_gbs"),
+            numbers={
+                "burst_gbs": round(checkpoint.burst_gbs, 1),
+                "storage_gbs": checkpoint.storage_write_gbs,
+            },
+        )
+    if checkpoint.overhead_fraction > 0.05:
+        yield Finding(
+            id="checkpoint-overhead",
+            severity="warning",
+            message=(
+                f"checkpoints block training {checkpoint.overhead_fraction:.1%} of the time "
+                f"({checkpoint.chosen})"
+            ),
+            suggestion="use distributed-async checkpoints, or a longer interval",
+            path=(*path, "strategy"),
+            numbers={"overhead": round(checkpoint.overhead_fraction, 4)},
+        )
+
+
+def software_fit(loaded: LoadedSpec, plan: Plan) -> Iterator[Finding]:
+    spec = loaded.spec
+    if plan.gpus and spec.software.nvidia_driver is None:
+        yield Finding(
+            id="driver-missing",
+            severity="error",
+            message=f"the cluster has {plan.gpus} GPUs but no nvidia_driver branch",
+            suggestion='set software.nvidia_driver, for example "550"',
+            path=("software",),
+        )
+    if spec.network.fabric == "infiniband":
+        ib = spec.network.ib
+        if ib.subnet_manager == "opensm" and len(ib.sm_nodes) < 2:
+            yield Finding(
+                id="subnet-manager",
+                severity="warning",
+                message=f"OpenSM runs on {len(ib.sm_nodes)} node(s): the fabric has no standby "
+                "subnet manager",
+                suggestion="name two nodes in network.infiniband.sm_nodes (master and standby), "
+                "or use ufm",
+                path=("network", "infiniband"),
+                numbers={"sm_nodes": len(ib.sm_nodes)},
+            )
+    for name, profile in spec.profiles.items():
+        if profile.server is None or profile.gpu is None:
+            continue
+        layout = loaded.catalog.servers[profile.server]
+        if (layout.gpu_model, layout.gpu_count) != (profile.gpu.model, profile.gpu.count):
+            yield Finding(
+                id="server-layout-mismatch",
+                severity="warning",
+                message=f"{profile.server} holds {layout.gpu_count} x {layout.gpu_model}; the "
+                f"profile says {profile.gpu.count} x {profile.gpu.model}",
+                suggestion="make the profile's gpu match the server layout, or drop server",
+                path=("profiles", name, "gpu"),
+            )
+
+
+LINTS: tuple[Lint, ...] = (
+    nic_faster_than_slot,
+    nics_per_gpu,
+    gpu_nic_placement,
+    host_resources,
+    rack_power,
+    facility_power,
+    fabric_fit,
+    addressing,
+    duplicate_names,
+    storage_for_checkpoints,
+    software_fit,
+)
+
+
+def lint(loaded: LoadedSpec, plan: Plan) -> list[Finding]:
+    findings = [finding for check in LINTS for finding in check(loaded, plan)]
+    return sorted(findings, key=lambda f: (SEVERITY_ORDER[f.severity], f.id))

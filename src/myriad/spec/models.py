@@ -1,0 +1,366 @@
+"""The cluster spec: frozen pydantic models, strict where YAML would silently coerce.
+
+Cross-references (a pool's profile, a catalog model name) are checked after these models
+validate, by `myriad.spec.references`, so that every problem of a file is reported at once
+with its location.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Annotated, Literal
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PositiveFloat,
+    PositiveInt,
+    field_validator,
+    model_validator,
+)
+
+from myriad.spec.catalog_models import Catalog, PcieGen
+
+Role = Literal["controller", "login", "compute", "storage"]
+Name = Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]{0,30}[a-z0-9]$|^[a-z]$")]
+
+
+def _ipv4_network(value: str) -> str:
+    try:
+        network = ipaddress.ip_network(value, strict=True)
+    except ValueError as exc:
+        raise ValueError(f"not a network address in CIDR form such as 10.0.0.0/16 ({exc})") from exc
+    if network.version != 4:
+        raise ValueError("an IPv4 network is expected, such as 10.0.0.0/16")
+    return str(network)
+
+
+Cidr = Annotated[str, AfterValidator(_ipv4_network)]
+Version = Annotated[str, Field(pattern=r"^\d+(\.\d+){0,3}$")]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+
+class Metadata(_Model):
+    name: Name
+    description: str = ""
+
+
+class BareMetalHost(_Model):
+    name: str = Field(min_length=1)
+    mac: str = Field(pattern=r"^([0-9a-f]{2}:){5}[0-9a-f]{2}$")
+    bmc_address: str = Field(min_length=1)
+
+
+class Provider(_Model):
+    """Where the machines come from; fields beyond `kind` apply to that kind only."""
+
+    kind: Literal["local", "aws", "baremetal"]
+    # aws
+    region: str | None = None
+    availability_zone: str | None = None
+    admin_cidr: Cidr | None = None
+    capacity_reservation_id: str | None = None
+    # baremetal
+    bmc: Literal["redfish", "ipmi"] | None = None
+    bmc_credentials_secret: str | None = Field(
+        default=None,
+        description="Name of the Pulumi secret holding BMC credentials; never the secret",
+    )
+    hosts: tuple[BareMetalHost, ...] = ()
+
+    @field_validator("admin_cidr")
+    @classmethod
+    def _not_the_world(cls, value: str | None) -> str | None:
+        if value is not None and ipaddress.ip_network(value).prefixlen == 0:
+            raise ValueError(f"admin_cidr {value} opens SSH to the world; name your admin network")
+        return value
+
+    @model_validator(mode="after")
+    def _fields_match_kind(self) -> Provider:
+        if self.kind == "aws":
+            if self.region is None:
+                raise ValueError("provider kind aws needs region (for example us-east-1)")
+            if self.admin_cidr is None:
+                raise ValueError(
+                    "provider kind aws needs admin_cidr, the network SSH is allowed from"
+                )
+        if self.kind == "baremetal" and self.bmc is None:
+            raise ValueError("provider kind baremetal needs bmc: redfish or ipmi")
+        if self.kind != "aws" and (self.region or self.availability_zone):
+            raise ValueError(f"region and availability_zone apply to aws, not {self.kind}")
+        if self.kind != "baremetal" and (self.bmc or self.hosts):
+            raise ValueError(f"bmc and hosts apply to baremetal, not {self.kind}")
+        return self
+
+
+class GpuSpec(_Model):
+    model: str = Field(min_length=1, description="A GPU name from the catalog")
+    count: PositiveInt
+
+
+class CpuSpec(_Model):
+    sockets: PositiveInt
+    cores_per_socket: PositiveInt
+    threads_per_core: Literal[1, 2] = 2
+
+    @property
+    def cores(self) -> int:
+        return self.sockets * self.cores_per_socket
+
+
+class PcieSpec(_Model):
+    gen: PcieGen = 4
+    switches: int = Field(default=0, ge=0, description="PCIe switches between CPUs and devices")
+
+
+class NicGroup(_Model):
+    model: str = Field(min_length=1, description="A NIC name from the catalog")
+    count: PositiveInt
+    bond: Literal["802.3ad", "active-backup"] | None = None
+    slot_gen: PcieGen | None = Field(
+        default=None, description="PCIe generation of the NIC's slot; default: the profile's"
+    )
+    slot_lanes: Literal[1, 2, 4, 8, 16] = 16
+
+
+class NicSet(_Model):
+    compute: NicGroup | None = None
+    storage: NicGroup | None = None
+    management: NicGroup | None = None
+
+
+class Profile(_Model):
+    """One server shape. `server` names a catalog layout for power and rack-unit figures."""
+
+    server: str | None = None
+    gpu: GpuSpec | None = None
+    cpu: CpuSpec
+    memory_gib: PositiveInt
+    pcie: PcieSpec = PcieSpec()
+    nvswitch: int = Field(default=0, ge=0)
+    nics: NicSet = NicSet()
+    power_kw: PositiveFloat | None = Field(
+        default=None, description="Maximum server power; default: the layout's, else estimated"
+    )
+    rack_units: PositiveInt | None = None
+
+
+def hostname(pool: str, count: int, index: int) -> str:
+    """Host names are stable: the pool name and a 1-based index, zero-padded to the pool size."""
+    return f"{pool}{index:0{max(2, len(str(count)))}d}"
+
+
+class Pool(_Model):
+    name: Name
+    profile: str
+    count: PositiveInt
+    role: Role
+
+    def hostname(self, index: int) -> str:
+        return hostname(self.name, self.count, index)
+
+    def hostnames(self) -> list[str]:
+        return [self.hostname(i) for i in range(1, self.count + 1)]
+
+
+class Topology(_Model):
+    kind: Literal["fat-tree", "rail-optimized"]
+    switch: str = Field(description="Leaf switch model from the catalog")
+    spine_switch: str | None = Field(default=None, description="Default: the leaf model")
+    island_nodes: PositiveInt | None = Field(
+        default=None, description="Compute nodes per island; default: one island of all"
+    )
+    inter_island_oversubscription: float = Field(default=1.0, ge=1.0, le=16.0)
+
+
+class RoceQos(_Model):
+    dscp: int = Field(default=26, ge=0, le=63)
+    pfc_priority: int = Field(default=3, ge=0, le=7)
+    cnp_dscp: int = Field(default=48, ge=0, le=63)
+    cnp_priority: int = Field(default=6, ge=0, le=7)
+    ecn: bool = True
+    mtu: int = Field(default=9000, ge=1500, le=9216)
+    gid_index: int = Field(default=3, ge=0, le=255)
+
+    @model_validator(mode="after")
+    def _cnp_apart_from_data(self) -> RoceQos:
+        if self.cnp_priority == self.pfc_priority:
+            raise ValueError(
+                "cnp_priority must differ from pfc_priority: congestion notifications must not "
+                "queue behind the paused data they are meant to slow (commonly 6 vs 3)"
+            )
+        return self
+
+
+class Infiniband(_Model):
+    subnet_manager: Literal["opensm", "ufm"] = "opensm"
+    sm_nodes: tuple[str, ...] = Field(default=(), description="Host names that run OpenSM")
+    sm_priority: int = Field(default=14, ge=0, le=15)
+    routing_engine: Literal["ftree", "updn", "minhop", "dfsssp", "ar_updn"] = "ftree"
+    partition_keys: tuple[Annotated[str, Field(pattern=r"^0x[0-9a-fA-F]{1,4}$")], ...] = ("0x7fff",)
+    service_level: int = Field(default=0, ge=0, le=15)
+    ipoib: bool = False
+
+
+class Addressing(_Model):
+    management: Cidr = "10.0.0.0/16"
+    storage: Cidr | None = None
+    compute: Cidr | None = None
+
+
+class Network(_Model):
+    fabric: Literal["infiniband", "roce", "ethernet"]
+    topology: Topology
+    roce: RoceQos | None = None
+    infiniband: Infiniband | None = None
+    addressing: Addressing = Addressing()
+
+    @model_validator(mode="after")
+    def _settings_match_fabric(self) -> Network:
+        if self.roce is not None and self.fabric != "roce":
+            raise ValueError(f"roce settings are given but the fabric is {self.fabric}")
+        if self.infiniband is not None and self.fabric != "infiniband":
+            raise ValueError(f"infiniband settings are given but the fabric is {self.fabric}")
+        return self
+
+    @property
+    def roce_qos(self) -> RoceQos:
+        return self.roce or RoceQos()
+
+    @property
+    def ib(self) -> Infiniband:
+        return self.infiniband or Infiniband()
+
+
+class Checkpoint(_Model):
+    params_billion: PositiveFloat
+    bytes_per_param: PositiveFloat = Field(
+        default=14.0,
+        description="bf16 weights (2) + fp32 master weights (4) + Adam moments (4 + 4)",
+    )
+    strategy: Literal["single-node", "bonded", "distributed", "distributed-async"] = (
+        "distributed-async"
+    )
+    interval_minutes: PositiveFloat = 30.0
+
+
+class Storage(_Model):
+    kind: Literal["nfs", "lustre", "beegfs", "weka", "none"]
+    server: str | None = None
+    export: str | None = None
+    mount: str = Field(default="/data", pattern=r"^/\S*$")
+    options: tuple[str, ...] = ()
+    write_gbs: PositiveFloat | None = Field(
+        default=None, description="Aggregate write bandwidth of the storage system, GB/s"
+    )
+    checkpoint: Checkpoint | None = None
+
+    @model_validator(mode="after")
+    def _nfs_has_a_server(self) -> Storage:
+        if self.kind == "nfs" and (self.server is None or self.export is None):
+            raise ValueError("nfs storage needs server and export (for example export: /srv/data)")
+        return self
+
+
+class Slurm(_Model):
+    accounting: bool = False
+
+
+class Kubernetes(_Model):
+    version: Version = "1.31"
+    pod_cidr: Cidr = "10.244.0.0/16"
+    service_cidr: Cidr = "10.96.0.0/12"
+    cni: Literal["calico", "flannel", "cilium"] = "calico"
+    gpu_operator: bool = False
+
+    @model_validator(mode="after")
+    def _cidrs_apart(self) -> Kubernetes:
+        pods = ipaddress.ip_network(self.pod_cidr)
+        services = ipaddress.ip_network(self.service_cidr)
+        if pods.overlaps(services):
+            raise ValueError(f"pod_cidr {pods} overlaps service_cidr {services}")
+        return self
+
+
+NcclKey = Annotated[str, Field(pattern=r"^NCCL_[A-Z0-9_]+$")]
+
+
+class Software(_Model):
+    os: Literal["ubuntu-22.04", "ubuntu-24.04", "debian-12"]
+    nvidia_driver: Version | None = Field(
+        default=None, description='Driver branch ("550") or exact version ("550.127.05")'
+    )
+    cuda: Version | None = None
+    ofed: Literal["inbox", "doca"] = "inbox"
+    doca_version: Version | None = None
+    container_runtime: Literal["docker", "containerd"] = "docker"
+    orchestrator: Literal["slurm", "kubernetes"] = "slurm"
+    slurm: Slurm = Slurm()
+    kubernetes: Kubernetes | None = None
+    gpudirect_rdma: bool = True
+    nccl: dict[NcclKey, str] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Software:
+        if self.ofed == "doca" and self.doca_version is None:
+            raise ValueError('ofed doca needs doca_version (for example "2.9.1")')
+        if self.kubernetes is not None and self.orchestrator != "kubernetes":
+            raise ValueError("kubernetes settings are given but the orchestrator is slurm")
+        return self
+
+    @property
+    def k8s(self) -> Kubernetes:
+        return self.kubernetes or Kubernetes()
+
+
+class Facility(_Model):
+    pue: float = Field(default=1.3, ge=1.0, le=3.0)
+    usd_per_kwh: float = Field(default=0.10, ge=0.0, le=5.0)
+    rack_kw: PositiveFloat = 40.0
+    rack_units: PositiveInt = Field(default=42, description="Usable rack units per rack")
+    cooling: Literal["air", "liquid"] = "air"
+    power_limit_mw: PositiveFloat | None = Field(
+        default=None, description="Facility power available to this cluster, MW"
+    )
+
+
+class Workload(_Model):
+    """A reference training run, for the 'how long would it take' estimate."""
+
+    params_billion: PositiveFloat = 70.0
+    tokens_billion: PositiveFloat = 15000.0
+    mfu: float = Field(default=0.40, gt=0.0, le=1.0)
+    precision: Literal["bf16", "fp8"] = "bf16"
+
+
+class Cluster(_Model):
+    model_config = ConfigDict(
+        frozen=True,
+        extra="forbid",
+        strict=True,
+        populate_by_name=True,
+        title="Myriad cluster spec",
+    )
+
+    api_version: Literal["myriad/v1"] = Field(alias="apiVersion")
+    kind: Literal["Cluster"]
+    metadata: Metadata
+    provider: Provider
+    profiles: dict[Name, Profile] = Field(min_length=1)
+    pools: tuple[Pool, ...] = Field(min_length=1)
+    network: Network
+    storage: Storage = Storage(kind="none")
+    software: Software
+    facility: Facility = Facility()
+    workload: Workload = Workload()
+    catalog: Catalog = Field(
+        default_factory=Catalog, description="Entries added to or replacing the shipped catalog"
+    )
+
+    def pools_with_role(self, role: Role) -> tuple[Pool, ...]:
+        return tuple(pool for pool in self.pools if pool.role == role)

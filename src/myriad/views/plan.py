@@ -1,0 +1,222 @@
+"""The plan and its lint findings as terminal tables (rich)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.console import Console, Group
+from rich.table import Table
+from rich.text import Text
+
+from myriad.plan.model import Plan
+from myriad.spec.lints import Finding
+from myriad.spec.loader import LoadedSpec
+
+_SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+
+
+def _num(value: float, digits: int = 1) -> str:
+    return f"{value:,.{digits}f}"
+
+
+def _kv_table(title: str, rows: Sequence[tuple[str, str]]) -> Table:
+    table = Table(title=title, title_justify="left", show_header=False, box=None, pad_edge=False)
+    table.add_column(style="bold")
+    table.add_column(justify="right")
+    for key, value in rows:
+        table.add_row(key, value)
+    return table
+
+
+def pools_table(plan: Plan) -> Table:
+    table = Table(title=f"Cluster {plan.cluster}", title_justify="left")
+    for column in ("pool", "role", "profile", "nodes", "GPUs", "GPU", "NICs/node", "kW/server"):
+        table.add_column(
+            column, justify="right" if column[0].isupper() or "/" in column else "left"
+        )
+    for pool in plan.pools:
+        table.add_row(
+            pool.name,
+            pool.role,
+            pool.profile,
+            f"{pool.nodes:,}",
+            f"{pool.gpus:,}",
+            pool.gpu_model or "-",
+            str(pool.compute_nics_per_node),
+            _num(pool.server_kw, 2),
+        )
+    table.add_row("total", "", "", f"{plan.nodes:,}", f"{plan.gpus:,}", "", "", "", style="bold")
+    return table
+
+
+def fabric_table(plan: Plan) -> Table | None:
+    fabric = plan.fabric
+    if fabric is None:
+        return None
+    islands = len(fabric.islands)
+    return _kv_table(
+        "Fabric",
+        [
+            ("topology", f"{fabric.kind}, {fabric.fabric}, {fabric.tiers} tier(s)"),
+            (
+                "switches",
+                f"{fabric.leaf_model} leaves, {fabric.spine_model} spines, radix {fabric.radix}",
+            ),
+            (
+                "endpoints",
+                f"{fabric.endpoints:,} at {fabric.endpoint_speed_gbps} Gb/s, "
+                f"{fabric.rails} rail(s)",
+            ),
+            (
+                "islands",
+                f"{islands:,} of up to {fabric.island_nodes:,} nodes, "
+                f"inter-island {fabric.inter_island_oversubscription:g}:1",
+            ),
+            (
+                "leaf / spine / core switches",
+                f"{fabric.leaves:,} / {fabric.spines:,} / {fabric.core_switches:,}",
+            ),
+            (
+                "links node-leaf / leaf-spine / spine-core",
+                f"{fabric.node_links:,} / {fabric.leaf_spine_links:,} / "
+                f"{fabric.spine_core_links:,}",
+            ),
+            ("cables / transceivers", f"{fabric.cables:,} / {fabric.transceivers:,}"),
+            ("injection per node", f"{_num(fabric.injection_gbps_per_node, 0)} Gb/s"),
+            (
+                "bisection",
+                f"{_num(fabric.bisection_gbps / 1000, 1)} Tb/s "
+                f"(island {_num(fabric.island_bisection_gbps / 1000, 1)} Tb/s)",
+            ),
+            ("switch power", f"{_num(fabric.switch_kw)} kW"),
+        ],
+    )
+
+
+def power_table(plan: Plan, usd_per_kwh: float, pue: float) -> Table:
+    power = plan.power
+    return _kv_table(
+        "Power and cost",
+        [
+            ("GPUs", f"{_num(power.gpu_kw)} kW"),
+            ("servers / switches", f"{_num(power.server_kw)} kW / {_num(power.switch_kw)} kW"),
+            ("IT power", f"{_num(power.it_kw)} kW"),
+            ("facility power", f"{_num(power.facility_kw)} kW (PUE {pue:g})"),
+            ("energy per year", f"{_num(power.energy_mwh_per_year, 0)} MWh"),
+            ("cost per year", f"${_num(power.cost_usd_per_year, 0)} at ${usd_per_kwh:g}/kWh"),
+            ("racks", f"{power.racks:,} ({power.servers_per_rack} servers per rack)"),
+        ],
+    )
+
+
+def bandwidth_table(plan: Plan) -> Table | None:
+    if not plan.bandwidth:
+        return None
+    table = Table(title="Expected bandwidth per node (GB/s)", title_justify="left")
+    for column in (
+        "profile",
+        "NIC",
+        "line",
+        "PCIe slot",
+        "RDMA/NIC",
+        "intra busbw",
+        "inter busbw",
+        "limited by",
+    ):
+        table.add_column(
+            column, justify="left" if column in ("profile", "NIC", "limited by") else "right"
+        )
+    for row in plan.bandwidth:
+        table.add_row(
+            row.profile,
+            row.nic_model or "-",
+            _num(row.nic_line_gbs),
+            _num(row.pcie_slot_gbs),
+            _num(row.per_nic_rdma_gbs),
+            "-" if row.intra_node_busbw_gbs is None else _num(row.intra_node_busbw_gbs),
+            "-" if row.inter_node_busbw_gbs is None else _num(row.inter_node_busbw_gbs),
+            row.limited_by,
+        )
+    return table
+
+
+def compute_table(plan: Plan) -> Table:
+    compute = plan.compute
+    fp8 = "-" if compute.peak_fp8_pflops is None else f"{_num(compute.peak_fp8_pflops)} PFLOP/s"
+    days = "-" if compute.training_days is None else f"{_num(compute.training_days)} days"
+    return _kv_table(
+        "Compute",
+        [
+            ("peak dense BF16", f"{_num(compute.peak_bf16_pflops)} PFLOP/s"),
+            ("peak dense FP8", fp8),
+            (
+                f"train {compute.params_billion:g}B params on {compute.tokens_billion:g}B tokens",
+                f"{days} at {compute.mfu:.0%} MFU ({compute.precision})",
+            ),
+        ],
+    )
+
+
+def checkpoint_table(plan: Plan) -> Table | None:
+    checkpoint = plan.checkpoint
+    if checkpoint is None:
+        return None
+    table = Table(
+        title=f"Checkpoint of {checkpoint.params_billion:g}B params "
+        f"({_num(checkpoint.size_gb, 0)} GB)",
+        title_justify="left",
+    )
+    table.add_column("strategy")
+    table.add_column("blocks training", justify="right")
+    table.add_column("limited by")
+    for stall in checkpoint.stalls:
+        style = "bold" if stall.strategy == checkpoint.chosen else ""
+        table.add_row(stall.strategy, f"{_num(stall.seconds)} s", stall.limited_by, style=style)
+    return table
+
+
+def findings_table(loaded: LoadedSpec, findings: Sequence[Finding]) -> Table | Text:
+    if not findings:
+        return Text("No lint findings.", style="green")
+    table = Table(title="Lint findings", title_justify="left", show_lines=True)
+    table.add_column("severity")
+    table.add_column("id")
+    table.add_column("where")
+    table.add_column("finding")
+    for finding in findings:
+        table.add_row(
+            Text(finding.severity, style=_SEVERITY_STYLE[finding.severity]),
+            finding.id,
+            finding.location(loaded),
+            f"{finding.message}\n[dim]→ {finding.suggestion}[/dim]",
+        )
+    return table
+
+
+def print_plan(
+    console: Console, loaded: LoadedSpec, plan: Plan, findings: Sequence[Finding]
+) -> None:
+    facility = loaded.spec.facility
+    parts = [
+        pools_table(plan),
+        fabric_table(plan),
+        power_table(plan, facility.usd_per_kwh, facility.pue),
+        bandwidth_table(plan),
+        compute_table(plan),
+        checkpoint_table(plan),
+        findings_table(loaded, findings),
+    ]
+    for part in parts:
+        if part is not None:
+            console.print(part)
+            console.print()
+    errors = sum(1 for f in findings if f.severity == "error")
+    warnings = sum(1 for f in findings if f.severity == "warning")
+    console.print(
+        Group(
+            Text(
+                f"{errors} error(s), {warnings} warning(s)",
+                style="bold red" if errors else "bold green",
+            )
+        )
+    )
