@@ -1,0 +1,1 @@
+"""Validation: compare facts gathered from every node with what the spec promises."""

@@ -1,0 +1,94 @@
+"""Fact parsers: pure functions from a tool's text output to frozen dataclasses.
+
+Every parser raises ParseFailure (a ValueError) and nothing else for output it cannot
+read: empty, truncated, garbage, or an error message in place of the expected output.
+"""
+
+from myriad.validate.parsers.bonding import Bond, BondSlave, parse_bonding
+from myriad.validate.parsers.common import ParseFailure
+from myriad.validate.parsers.docker_info import DockerInfo, DockerRuntime, parse_docker_info
+from myriad.validate.parsers.infiniband import (
+    IbDevice,
+    IbPort,
+    IbReport,
+    parse_ibstat,
+    parse_ibv_devinfo,
+    parse_sysfs_infiniband,
+)
+from myriad.validate.parsers.iplink import Interface, parse_ip_link
+from myriad.validate.parsers.kubernetes import GPU_RESOURCE, KubeNode, parse_kubectl_nodes
+from myriad.validate.parsers.mlnx_qos import MlnxQos, TrafficClass, parse_mlnx_qos
+from myriad.validate.parsers.nvidia_smi import (
+    Gpu,
+    NvidiaSmiReport,
+    NvlinkGpu,
+    NvlinkLink,
+    NvlinkStatus,
+    PcieLink,
+    parse_nvidia_smi_text,
+    parse_nvidia_smi_xml,
+    parse_nvlink_status,
+)
+from myriad.validate.parsers.slurm import (
+    Gres,
+    SinfoGresCount,
+    SinfoNodeGres,
+    SlurmBlock,
+    SlurmNode,
+    SlurmSwitch,
+    SlurmTopology,
+    compress_hostlist,
+    expand_hostlist,
+    parse_gres,
+    parse_scontrol_nodes,
+    parse_scontrol_topology,
+    parse_sinfo_count_gres,
+    parse_sinfo_node_gres,
+)
+
+__all__ = [
+    "GPU_RESOURCE",
+    "Bond",
+    "BondSlave",
+    "DockerInfo",
+    "DockerRuntime",
+    "Gpu",
+    "Gres",
+    "IbDevice",
+    "IbPort",
+    "IbReport",
+    "Interface",
+    "KubeNode",
+    "MlnxQos",
+    "NvidiaSmiReport",
+    "NvlinkGpu",
+    "NvlinkLink",
+    "NvlinkStatus",
+    "ParseFailure",
+    "PcieLink",
+    "SinfoGresCount",
+    "SinfoNodeGres",
+    "SlurmBlock",
+    "SlurmNode",
+    "SlurmSwitch",
+    "SlurmTopology",
+    "TrafficClass",
+    "compress_hostlist",
+    "expand_hostlist",
+    "parse_bonding",
+    "parse_docker_info",
+    "parse_gres",
+    "parse_ibstat",
+    "parse_ibv_devinfo",
+    "parse_ip_link",
+    "parse_kubectl_nodes",
+    "parse_mlnx_qos",
+    "parse_nvidia_smi_text",
+    "parse_nvidia_smi_xml",
+    "parse_nvlink_status",
+    "parse_scontrol_nodes",
+    "parse_scontrol_topology",
+    "parse_sinfo_count_gres",
+    "parse_sinfo_node_gres",
+    "parse_sysfs_infiniband",
+]

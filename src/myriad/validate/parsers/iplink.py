@@ -1,0 +1,93 @@
+"""Parser for `ip -j link` and `ip -j -d link` (iproute2 JSON output)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, TypeGuard
+
+from myriad.validate.parsers.common import ParseFailure, guarded, load_json
+
+__all__ = ["Interface", "parse_ip_link"]
+
+TOOL = "ip -j link"
+
+
+@dataclass(frozen=True, slots=True)
+class Interface:
+    """One link. `kind` and `slave_kind` come only with `-d` (ip -j -d link)."""
+
+    ifindex: int | None
+    name: str
+    mtu: int
+    operstate: str | None
+    flags: tuple[str, ...]
+    master: str | None
+    kind: str | None
+    slave_kind: str | None
+    link_type: str | None
+    address: str | None
+
+    @property
+    def up(self) -> bool:
+        return "UP" in self.flags
+
+    @property
+    def lower_up(self) -> bool:
+        return "LOWER_UP" in self.flags
+
+
+def _optional_str(entry: dict[str, Any], key: str, where: str) -> str | None:
+    value = entry.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ParseFailure(TOOL, f"{where}: {key} is not a string: {value!r}")
+    return value
+
+
+def _int(value: object) -> TypeGuard[int]:
+    # JSON booleans are ints to Python; an MTU of `true` is not an MTU.
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _interface(position: int, entry: object) -> Interface:
+    if not isinstance(entry, dict):
+        raise ParseFailure(TOOL, f"entry {position} is not an object")
+    name = entry.get("ifname")
+    if not isinstance(name, str) or not name:
+        raise ParseFailure(TOOL, f"entry {position} has no ifname")
+    mtu, ifindex, flags = entry.get("mtu"), entry.get("ifindex"), entry.get("flags", [])
+    if not _int(mtu):
+        raise ParseFailure(TOOL, f"{name}: mtu is not an integer: {mtu!r}")
+    if ifindex is not None and not _int(ifindex):
+        raise ParseFailure(TOOL, f"{name}: ifindex is not an integer: {ifindex!r}")
+    if not isinstance(flags, list) or not all(isinstance(f, str) for f in flags):
+        raise ParseFailure(TOOL, f"{name}: flags is not a list of strings")
+    linkinfo = entry.get("linkinfo", {})
+    if not isinstance(linkinfo, dict):
+        raise ParseFailure(TOOL, f"{name}: linkinfo is not an object")
+    return Interface(
+        ifindex=ifindex,
+        name=name,
+        mtu=mtu,
+        operstate=_optional_str(entry, "operstate", name),
+        flags=tuple(flags),
+        master=_optional_str(entry, "master", name),
+        kind=_optional_str(linkinfo, "info_kind", name),
+        slave_kind=_optional_str(linkinfo, "info_slave_kind", name),
+        link_type=_optional_str(entry, "link_type", name),
+        address=_optional_str(entry, "address", name),
+    )
+
+
+@guarded(TOOL)
+def parse_ip_link(text: str) -> tuple[Interface, ...]:
+    """Parse `ip -j link` or `ip -j -d link`, keeping the kernel's interface order."""
+    data = load_json(TOOL, text)
+    if not isinstance(data, list):
+        raise ParseFailure(TOOL, f"expected a JSON array of links, got {type(data).__name__}")
+    interfaces = tuple(_interface(i, entry) for i, entry in enumerate(data))
+    names = [iface.name for iface in interfaces]
+    if len(set(names)) != len(names):
+        raise ParseFailure(TOOL, "an interface name appears twice")
+    return interfaces
