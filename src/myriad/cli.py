@@ -33,7 +33,7 @@ def _cmd_plan(args: argparse.Namespace, out: Console, err: Console) -> int:
     else:
         from myriad.views.plan import print_plan
 
-        print_plan(out, result.loaded, result.plan, result.findings)
+        print_plan(out, result)
         if args.out is not None:
             out.print(f"plan written to {args.out / 'plan.json'}")
     return EXIT_PROBLEM if result.has_errors else EXIT_OK
@@ -80,7 +80,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return handler(args, out, err)
     except SpecError as exc:
-        err.print(exc.render(), markup=False, highlight=False)
+        # Plain text: one problem per line, never re-wrapped, so editors can jump to it.
+        sys.stderr.write(exc.render() + "\n")
         return EXIT_INVALID
     except MyriadError as exc:
         err.print(f"error: {exc}", markup=False, highlight=False)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from myriad.plan import make_plan
+from myriad.plan import FabricError, make_plan
 from myriad.plan.model import Plan
 from myriad.spec.lints import Finding, lint
 from myriad.spec.loader import LoadedSpec, load_spec
@@ -14,8 +15,10 @@ from myriad.spec.loader import LoadedSpec, load_spec
 
 @dataclass(frozen=True, slots=True)
 class PlanResult:
+    """A plan and its findings; `plan` is None when the fabric has no plannable shape."""
+
     loaded: LoadedSpec
-    plan: Plan
+    plan: Plan | None
     findings: tuple[Finding, ...]
 
     @property
@@ -23,15 +26,38 @@ class PlanResult:
         return any(f.severity == "error" for f in self.findings)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "spec": self.loaded.source.file,
-            "plan": self.plan.to_dict(),
-            "findings": [f.to_dict(self.loaded) for f in self.findings],
-        }
+        return _finite(
+            {
+                "spec": self.loaded.source.file,
+                "plan": None if self.plan is None else self.plan.to_dict(),
+                "findings": [f.to_dict(self.loaded) for f in self.findings],
+            }
+        )
+
+
+def _finite(value: Any) -> Any:
+    """JSON has no Infinity: a stall that can never finish is written as null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(item) for item in value]
+    return value
 
 
 def plan_loaded(loaded: LoadedSpec) -> PlanResult:
-    plan = make_plan(loaded.spec, loaded.catalog)
+    try:
+        plan = make_plan(loaded.spec, loaded.catalog)
+    except FabricError as exc:
+        finding = Finding(
+            id="fabric-shape",
+            severity="error",
+            message=str(exc),
+            suggestion="change network.topology (island_nodes, switch) so the fabric fits",
+            path=("network", "topology"),
+        )
+        return PlanResult(loaded=loaded, plan=None, findings=(finding,))
     return PlanResult(loaded=loaded, plan=plan, findings=tuple(lint(loaded, plan)))
 
 

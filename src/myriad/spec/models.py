@@ -8,6 +8,7 @@ with its location.
 from __future__ import annotations
 
 import ipaddress
+import urllib.parse
 from typing import Annotated, Literal
 
 from pydantic import (
@@ -51,9 +52,51 @@ class Metadata(_Model):
 
 
 class BareMetalHost(_Model):
+    """One server: the NIC it PXE-boots from, its BMC, and the address it is given."""
+
     name: str = Field(min_length=1)
     mac: str = Field(pattern=r"^([0-9a-f]{2}:){5}[0-9a-f]{2}$")
     bmc_address: str = Field(min_length=1)
+    address: str = Field(
+        description="Management address, handed out by the PXE server's static DHCP lease"
+    )
+    redfish_system: str | None = Field(
+        default=None,
+        min_length=1,
+        pattern=r"^[A-Za-z0-9._-]+$",
+        description="System id under /redfish/v1/Systems; default: the BMC's only system",
+    )
+
+    @field_validator("bmc_address")
+    @classmethod
+    def _bmc_url(cls, value: str) -> str:
+        # A bare host (or host:port) means HTTPS, which is what a BMC serves Redfish on.
+        url = value if "://" in value else f"https://{value}"
+        try:
+            parsed = urllib.parse.urlsplit(url)
+            parsed.port  # noqa: B018 - reading the port is what validates it
+        except ValueError as exc:
+            raise ValueError(
+                f"not a BMC address such as 10.1.0.21 or https://bmc01 ({exc})"
+            ) from exc
+        if parsed.scheme not in ("http", "https") or not parsed.hostname:
+            raise ValueError("a BMC address is a host, host:port or an http(s):// URL of the BMC")
+        if parsed.path not in ("", "/") or parsed.query or parsed.fragment:
+            raise ValueError(
+                "name the BMC only (https://host[:port]); the Redfish paths are Myriad's"
+            )
+        return value
+
+    @field_validator("address")
+    @classmethod
+    def _ipv4(cls, value: str) -> str:
+        try:
+            address = ipaddress.ip_address(value)
+        except ValueError as exc:
+            raise ValueError(f"not an IP address such as 10.0.0.21 ({exc})") from exc
+        if address.version != 4:
+            raise ValueError("an IPv4 address is expected, such as 10.0.0.21")
+        return str(address)
 
 
 class Provider(_Model):
@@ -65,6 +108,16 @@ class Provider(_Model):
     availability_zone: str | None = None
     admin_cidr: Cidr | None = None
     capacity_reservation_id: str | None = None
+    ssh_key_name: str | None = Field(
+        default=None, min_length=1, description="EC2 key pair installed for the default user"
+    )
+    root_volume_gib: int = Field(default=200, ge=8, le=16384, description="Root EBS volume, GiB")
+    instance_types: dict[Name, Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]*\.[a-z0-9-]+$")]] = (
+        Field(
+            default_factory=dict,
+            description="Instance type per profile, overriding the stack's GPU and CPU tables",
+        )
+    )
     # baremetal
     bmc: Literal["redfish", "ipmi"] | None = None
     bmc_credentials_secret: str | None = Field(
@@ -72,6 +125,11 @@ class Provider(_Model):
         description="Name of the Pulumi secret holding BMC credentials; never the secret",
     )
     hosts: tuple[BareMetalHost, ...] = ()
+    # aws and baremetal
+    stack_per_island: bool = Field(
+        default=False,
+        description="One Pulumi stack per compute island plus one for the rest, not one in all",
+    )
 
     @field_validator("admin_cidr")
     @classmethod
@@ -95,7 +153,32 @@ class Provider(_Model):
             raise ValueError(f"region and availability_zone apply to aws, not {self.kind}")
         if self.kind != "baremetal" and (self.bmc or self.hosts):
             raise ValueError(f"bmc and hosts apply to baremetal, not {self.kind}")
+        aws_only = {"ssh_key_name", "root_volume_gib", "instance_types", "capacity_reservation_id"}
+        if self.kind != "aws" and (given := sorted(aws_only & self.model_fields_set)):
+            verb = "applies" if len(given) == 1 else "apply"
+            raise ValueError(f"{', '.join(given)} {verb} to aws, not {self.kind}")
+        if self.kind == "local" and self.stack_per_island:
+            raise ValueError("stack_per_island applies to Pulumi stacks; kind local has none")
+        self._hosts_distinct()
         return self
+
+    def _hosts_distinct(self) -> None:
+        for field in ("name", "mac", "address"):
+            seen: set[str] = set()
+            for host in self.hosts:
+                value = getattr(host, field)
+                if value in seen:
+                    raise ValueError(f"two hosts share the {field} {value}; each must be unique")
+                seen.add(value)
+        systems: set[tuple[str, str | None]] = set()
+        for host in self.hosts:
+            system = (host.bmc_address, host.redfish_system)
+            if system in systems:
+                raise ValueError(
+                    f"two hosts share BMC {host.bmc_address}; where one BMC serves several "
+                    "servers, give each host its redfish_system"
+                )
+            systems.add(system)
 
 
 class GpuSpec(_Model):
@@ -120,7 +203,7 @@ class PcieSpec(_Model):
 
 class NicGroup(_Model):
     model: str = Field(min_length=1, description="A NIC name from the catalog")
-    count: PositiveInt
+    count: PositiveInt = Field(description="Cards of this model; every port of a card is used")
     bond: Literal["802.3ad", "active-backup"] | None = None
     slot_gen: PcieGen | None = Field(
         default=None, description="PCIe generation of the NIC's slot; default: the profile's"

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rich.console import Console, Group
+from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from myriad.plan.model import Plan
+from myriad.planning import PlanResult
 from myriad.spec.lints import Finding
 from myriad.spec.loader import LoadedSpec
 
@@ -17,6 +18,12 @@ _SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
 def _num(value: float, digits: int = 1) -> str:
     return f"{value:,.{digits}f}"
+
+
+def _seconds(value: float) -> str:
+    if value == float("inf"):
+        return "never"
+    return f"{value:,.1f} s" if value >= 1 else f"{value * 1000:,.1f} ms"
 
 
 def _kv_table(title: str, rows: Sequence[tuple[str, str]]) -> Table:
@@ -110,7 +117,9 @@ def power_table(plan: Plan, usd_per_kwh: float, pue: float) -> Table:
 
 
 def bandwidth_table(plan: Plan) -> Table | None:
-    if not plan.bandwidth:
+    # A profile with neither compute NICs nor several GPUs has no figure worth a row.
+    rows = [r for r in plan.bandwidth if r.nic_model or r.intra_node_busbw_gbs is not None]
+    if not rows:
         return None
     table = Table(title="Expected bandwidth per node (GB/s)", title_justify="left")
     for column in (
@@ -126,7 +135,7 @@ def bandwidth_table(plan: Plan) -> Table | None:
         table.add_column(
             column, justify="left" if column in ("profile", "NIC", "limited by") else "right"
         )
-    for row in plan.bandwidth:
+    for row in rows:
         table.add_row(
             row.profile,
             row.nic_model or "-",
@@ -171,7 +180,7 @@ def checkpoint_table(plan: Plan) -> Table | None:
     table.add_column("limited by")
     for stall in checkpoint.stalls:
         style = "bold" if stall.strategy == checkpoint.chosen else ""
-        table.add_row(stall.strategy, f"{_num(stall.seconds)} s", stall.limited_by, style=style)
+        table.add_row(stall.strategy, _seconds(stall.seconds), stall.limited_by, style=style)
     return table
 
 
@@ -181,42 +190,39 @@ def findings_table(loaded: LoadedSpec, findings: Sequence[Finding]) -> Table | T
     table = Table(title="Lint findings", title_justify="left", show_lines=True)
     table.add_column("severity")
     table.add_column("id")
-    table.add_column("where")
+    table.add_column("line", justify="right")
     table.add_column("finding")
     for finding in findings:
         table.add_row(
             Text(finding.severity, style=_SEVERITY_STYLE[finding.severity]),
             finding.id,
-            finding.location(loaded),
+            finding.location(loaded).rsplit(":", 2)[-2],
             f"{finding.message}\n[dim]→ {finding.suggestion}[/dim]",
         )
     return table
 
 
-def print_plan(
-    console: Console, loaded: LoadedSpec, plan: Plan, findings: Sequence[Finding]
-) -> None:
+def print_plan(console: Console, result: PlanResult) -> None:
+    loaded, plan, findings = result.loaded, result.plan, result.findings
     facility = loaded.spec.facility
-    parts = [
-        pools_table(plan),
-        fabric_table(plan),
-        power_table(plan, facility.usd_per_kwh, facility.pue),
-        bandwidth_table(plan),
-        compute_table(plan),
-        checkpoint_table(plan),
-        findings_table(loaded, findings),
-    ]
+    parts = (
+        []
+        if plan is None
+        else [
+            pools_table(plan),
+            fabric_table(plan),
+            power_table(plan, facility.usd_per_kwh, facility.pue),
+            bandwidth_table(plan),
+            compute_table(plan),
+            checkpoint_table(plan),
+        ]
+    )
+    parts.append(findings_table(loaded, findings))
     for part in parts:
         if part is not None:
             console.print(part)
             console.print()
     errors = sum(1 for f in findings if f.severity == "error")
     warnings = sum(1 for f in findings if f.severity == "warning")
-    console.print(
-        Group(
-            Text(
-                f"{errors} error(s), {warnings} warning(s)",
-                style="bold red" if errors else "bold green",
-            )
-        )
-    )
+    summary = f"{errors} error(s), {warnings} warning(s)"
+    console.print(Text(summary, style="bold red" if errors else "bold green"))

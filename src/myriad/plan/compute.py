@@ -1,0 +1,60 @@
+"""Peak compute and the 'how long would this training run take' estimate."""
+
+from __future__ import annotations
+
+from myriad.plan.model import Compute
+from myriad.spec.catalog_models import Catalog
+from myriad.spec.models import Cluster
+
+# Training a dense transformer costs about 6 FLOPs per parameter per token: 2 forward,
+# 4 backward (Kaplan et al. 2020, "Scaling Laws for Neural Language Models", section 2.1).
+FLOPS_PER_PARAM_TOKEN = 6
+BILLION = 1e9
+TFLOPS_PER_PFLOPS = 1000
+FLOPS_PER_PFLOPS = 1e15
+SECONDS_PER_DAY = 86_400
+
+
+def training_flops(params_billion: float, tokens_billion: float) -> float:
+    return FLOPS_PER_PARAM_TOKEN * params_billion * BILLION * tokens_billion * BILLION
+
+
+def training_days(flops: float, peak_pflops: float | None, mfu: float) -> float | None:
+    """None when there is no peak to run at (no GPUs, or a precision some GPU lacks)."""
+    if not peak_pflops:
+        return None
+    return flops / (peak_pflops * FLOPS_PER_PFLOPS * mfu) / SECONDS_PER_DAY
+
+
+def plan_compute(spec: Cluster, catalog: Catalog) -> Compute:
+    gpus = 0
+    bf16_tflops = 0.0
+    fp8_tflops: float | None = 0.0
+    for pool in spec.pools:
+        profile = spec.profiles[pool.profile]
+        if profile.gpu is None:
+            continue
+        model = catalog.gpus[profile.gpu.model]
+        count = pool.count * profile.gpu.count
+        gpus += count
+        bf16_tflops += count * model.bf16_dense_tflops
+        if fp8_tflops is not None and model.fp8_dense_tflops is not None:
+            fp8_tflops += count * model.fp8_dense_tflops
+        else:
+            fp8_tflops = None
+    bf16 = bf16_tflops / TFLOPS_PER_PFLOPS
+    fp8 = fp8_tflops / TFLOPS_PER_PFLOPS if fp8_tflops is not None and gpus else None
+    workload = spec.workload
+    flops = training_flops(workload.params_billion, workload.tokens_billion)
+    peak = fp8 if workload.precision == "fp8" else bf16
+    return Compute(
+        gpus=gpus,
+        peak_bf16_pflops=bf16,
+        peak_fp8_pflops=fp8,
+        params_billion=workload.params_billion,
+        tokens_billion=workload.tokens_billion,
+        mfu=workload.mfu,
+        precision=workload.precision,
+        training_flops=flops,
+        training_days=training_days(flops, peak, workload.mfu),
+    )

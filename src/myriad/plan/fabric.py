@@ -1,0 +1,669 @@
+"""The compute fabric: islands of non-blocking fat-trees, their switches, links and placement.
+
+Only compute nodes are on this fabric. Compute nodes are numbered from 0 across the compute
+pools in pool order; node `i` belongs to island `i // island_nodes`, the same rule the
+inventory uses (`myriad.render.nodes`).
+
+Every compute node is given `rails` endpoint slots: the most endpoints (compute NIC ports)
+any compute profile has, or 1 for a profile without compute NICs. Slot `j` of a node is its
+NIC port `j`; in a rail-optimized fabric it is rail `j`. Switches are sized for these slots
+at `endpoint_speed_gbps` (the fastest compute profile's), so a pool with fewer endpoints
+leaves its spare slots empty and never crowds another node's ports.
+
+Shape of the fabric (REFERENCE.md "Fabric arithmetic", k = leaf ports):
+
+- one island that fits one switch: that switch alone (one tier);
+- one island of at most k²/2 endpoints: leaves with k/2 down- and k/2 up-links under
+  spines (two tiers, non-blocking);
+- more islands: each island two-tier as above, its spines also linked to a shared core
+  whose links carry the island's endpoint bandwidth divided by the inter-island
+  oversubscription (three tiers);
+- one island beyond k²/2 (at most k³/4) endpoints: pods of k/2 leaves, each pod's spines
+  linked non-blocking to a core (three tiers).
+
+Every leaf under spines has k/2 uplinks at the leaf's port speed, even when partly
+filled, so the island can grow without recabling. Switches are counted by ports: a spine
+has enough ports for its leaf and core links (core links at the spine's port speed), and
+uplinks are striped over the switches above (uplink g goes to switch g mod count). Two
+rules keep every island non-blocking and every island reachable:
+
+- a leaf's k/2 uplinks must reach every spine of its island (or pod), so an island has
+  at most k/2 spines. Under a core the spines share their ports with core links, which
+  caps an island near k²/2 x r/(r+1) endpoints; rail-optimized leaves, filled one rail
+  at a time, can outgrow k/2 spines a little under k²/2 endpoints too;
+- a core switch links each island (or pod) at least once, so there are at most as many
+  islands as the core switch has ports.
+
+Where islands break these rules the plan still counts the fabric by ports (the figures
+stay useful for a budget) and `fabric_limits` says what falls short, for the lints to
+report. Shapes the arithmetic has no answer for (an island beyond k³/4 endpoints,
+several islands beyond k²/2) raise FabricError.
+
+Each link is one cable with optics at both ends (two transceivers), the conservative
+figure: short in-rack links often use copper, which needs none.
+
+Placements and the switch tree are computed on demand, never stored in the plan, so
+100,000 GPUs cost nothing until a renderer asks for them.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from myriad.plan.model import Fabric, Island, LeafPlacement
+from myriad.spec.catalog_models import Catalog
+from myriad.spec.models import Cluster, Pool, Profile
+from myriad.spec.problems import MyriadError
+
+# Cables carry optics at both ends; we assume optics on every link (see the module doc).
+TRANSCEIVERS_PER_LINK = 2
+WATTS_PER_KW = 1000
+# Dense, stable switch names: sorting by name keeps islands, then leaves, together.
+LEAF_NAME = "is{island:02d}-leaf{number:03d}"
+SPINE_NAME = "is{island:02d}-spine{number:03d}"
+CORE_NAME = "core{number:03d}"
+
+Mode = Literal["single", "two-tier", "islands", "pods"]
+Tier = Literal["leaf", "spine", "core"]
+
+
+class FabricError(MyriadError, ValueError):
+    """The compute fabric cannot be built from these switches at this size."""
+
+
+def leaf_name(island: int, number: int) -> str:
+    return LEAF_NAME.format(island=island, number=number)
+
+
+def spine_name(island: int, number: int) -> str:
+    return SPINE_NAME.format(island=island, number=number)
+
+
+def core_name(number: int) -> str:
+    return CORE_NAME.format(number=number)
+
+
+def two_tier_endpoints(radix: int) -> int:
+    """REFERENCE.md: a non-blocking two-tier fat-tree of k-port switches: k²/2 endpoints."""
+    return radix**2 // 2
+
+
+def three_tier_endpoints(radix: int) -> int:
+    """REFERENCE.md: a non-blocking three-tier fat-tree of k-port switches: k³/4 endpoints."""
+    return radix**3 // 4
+
+
+# --- the compute nodes and their endpoints ------------------------------------------------
+
+
+def endpoints_per_node(profile: Profile, catalog: Catalog) -> int:
+    """Compute NIC ports of one node; a node without compute NICs has its one port."""
+    group = profile.nics.compute
+    if group is None:
+        return 1
+    return group.count * catalog.nics[group.model].ports
+
+
+def endpoint_speed_gbps(profile: Profile, catalog: Catalog, port_speed_gbps: int) -> int:
+    group = profile.nics.compute
+    if group is None:
+        return port_speed_gbps
+    return min(catalog.nics[group.model].speed_gbps, port_speed_gbps)
+
+
+@dataclass(frozen=True, slots=True)
+class _Run:
+    """A compute pool's stretch of the compute node numbering."""
+
+    pool: Pool
+    start: int
+    endpoints: int
+    speed_gbps: int
+
+
+def _runs(spec: Cluster, catalog: Catalog, port_speed_gbps: int) -> tuple[_Run, ...]:
+    runs: list[_Run] = []
+    start = 0
+    for pool in spec.pools_with_role("compute"):
+        profile = spec.profiles[pool.profile]
+        runs.append(
+            _Run(
+                pool,
+                start,
+                endpoints_per_node(profile, catalog),
+                endpoint_speed_gbps(profile, catalog, port_speed_gbps),
+            )
+        )
+        start += pool.count
+    return tuple(runs)
+
+
+def _iter_nodes(runs: Sequence[_Run], first: int, stop: int) -> Iterator[tuple[str, int]]:
+    """(host name, endpoints) of compute nodes first..stop-1, without touching the rest."""
+    starts = [run.start for run in runs]
+    index = first
+    position = bisect.bisect_right(starts, first) - 1
+    while index < stop:
+        run = runs[position]
+        end = min(stop, run.start + run.pool.count)
+        for node in range(index, end):
+            yield run.pool.hostname(node - run.start + 1), run.endpoints
+        index = end
+        position += 1
+
+
+# --- the shape: everything the counts and the tree derive from ------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Shape:
+    kind: Literal["fat-tree", "rail-optimized"]
+    mode: Mode
+    radix: int
+    spine_ports: int
+    spine_speed_gbps: int
+    rails: int
+    speed_gbps: int
+    nodes: int
+    island_nodes: int
+    oversubscription: float
+
+    @property
+    def half(self) -> int:
+        return self.radix // 2
+
+    @property
+    def islands(self) -> int:
+        return math.ceil(self.nodes / self.island_nodes)
+
+    def island_size(self, island: int) -> int:
+        return min(self.island_nodes, self.nodes - island * self.island_nodes)
+
+
+def _mode(radix: int, rails: int, island_nodes: int, islands: int) -> Mode:
+    """The shape by endpoint count (REFERENCE.md); `_shape` refines it by switch ports."""
+    endpoints = island_nodes * rails
+    if endpoints > three_tier_endpoints(radix):
+        raise FabricError(
+            f"an island of {island_nodes} nodes has {endpoints} endpoints; {radix}-port "
+            f"switches connect at most {three_tier_endpoints(radix)} non-blocking (three "
+            "tiers): make network.topology.island_nodes smaller or use a higher-radix switch"
+        )
+    if islands == 1:
+        if endpoints <= radix:
+            return "single"
+        return "two-tier" if endpoints <= two_tier_endpoints(radix) else "pods"
+    if endpoints > two_tier_endpoints(radix):
+        most = two_tier_endpoints(radix) // rails
+        remedy = (
+            f"make island_nodes at most {most} (two tiers per island)"
+            if most
+            else "use a higher-radix switch"
+        )
+        raise FabricError(
+            f"islands of {island_nodes} nodes ({endpoints} endpoints) need three tiers of "
+            f"{radix}-port switches each, and linking several such islands needs a fourth "
+            f"tier, which Myriad does not plan: {remedy}, or put all compute nodes in one "
+            "island"
+        )
+    return "islands"
+
+
+def _shape(spec: Cluster, catalog: Catalog, runs: Sequence[_Run]) -> _Shape:
+    topology = spec.network.topology
+    leaf = catalog.switches[topology.switch]
+    spine = catalog.switches[topology.spine_switch or topology.switch]
+    nodes = sum(run.pool.count for run in runs)
+    rails = max(run.endpoints for run in runs)
+    island_nodes = min(topology.island_nodes or nodes, nodes)
+    islands = math.ceil(nodes / island_nodes)
+    mode = _mode(leaf.ports, rails, island_nodes, islands)
+    if mode != "single" and (leaf.ports < 2 or spine.ports < 2):
+        raise FabricError("switches of fewer than 2 ports cannot be linked into tiers")
+    return _Shape(
+        kind=topology.kind,
+        mode=mode,
+        radix=leaf.ports,
+        spine_ports=spine.ports,
+        spine_speed_gbps=spine.port_speed_gbps,
+        rails=rails,
+        speed_gbps=max(run.speed_gbps for run in runs),
+        nodes=nodes,
+        island_nodes=island_nodes,
+        oversubscription=topology.inter_island_oversubscription,
+    )
+
+
+def _meshed(shape: _Shape, nodes: int) -> bool:
+    """A leaf's k/2 uplinks reach every spine of its group only if there are at most k/2."""
+    return all(group.spines <= shape.half for group in _island_groups(shape, nodes))
+
+
+def _largest_meshed_island(shape: _Shape) -> int:
+    low, high = 0, shape.nodes + 1
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (middle, high) if _meshed(shape, middle) else (low, middle)
+    return low
+
+
+@dataclass(frozen=True, slots=True)
+class FabricLimit:
+    """A way the counted fabric falls short of a true Clos; the lints decide the severity.
+
+    `needed` and `available` are switches or ports, as `what` says.
+    """
+
+    what: Literal["spines-per-group", "groups-per-core"]
+    message: str
+    suggestion: str
+    needed: int
+    available: int
+
+
+def _mesh_limit(shape: _Shape) -> FabricLimit | None:
+    """Spines beyond a leaf's k/2 uplinks: some leaf pairs share no spine (not non-blocking).
+
+    With a core above, an island's spines share their ports with core links, so k/2
+    spines carry about k²/2 x r/(r+1) endpoints, fewer than two tiers alone.
+    """
+    groups = _island_groups(shape, shape.island_nodes)
+    needed = max((group.spines for group in groups), default=0)
+    if needed <= shape.half:
+        return None
+    most = _largest_meshed_island(shape)
+    group = (
+        f"a pod of {shape.half} leaves"
+        if shape.mode == "pods"
+        else f"an island of {shape.island_nodes} nodes"
+    )
+    return FabricLimit(
+        what="spines-per-group",
+        message=(
+            f"{group} needs {needed} spines for its leaf and core links, but a leaf's "
+            f"{shape.half} uplinks reach only {shape.half}: some leaves share no spine, so "
+            "traffic between them is not non-blocking"
+        ),
+        suggestion=_mesh_suggestion(shape, most),
+        needed=needed,
+        available=shape.half,
+    )
+
+
+def _mesh_suggestion(shape: _Shape, most: int) -> str:
+    if shape.mode != "islands" or not most:
+        return "switches with more ports"
+    islands = math.ceil(shape.nodes / most)
+    if islands > shape.spine_ports:
+        return (
+            f"switches with more ports, or a higher inter_island_oversubscription: islands "
+            f"of at most {most} nodes would number {islands}, more than a core switch's "
+            f"{shape.spine_ports} ports reach"
+        )
+    return (
+        f"islands of at most {most} nodes, a higher inter_island_oversubscription, or "
+        "spine switches with more ports"
+    )
+
+
+def _reach_limit(shape: _Shape) -> FabricLimit | None:
+    """A core switch links every island (or pod) once, so it has at most one per port."""
+    if shape.mode == "islands":
+        groups, what = shape.islands, "islands"
+    elif shape.mode == "pods":
+        groups, what = len(_island_groups(shape, shape.island_nodes)), "pods"
+    else:
+        return None
+    if groups <= shape.spine_ports:
+        return None
+    fewest = math.ceil(shape.nodes / shape.spine_ports)
+    return FabricLimit(
+        what="groups-per-core",
+        message=(
+            f"the fabric has {groups} {what}, but a core switch of {shape.spine_ports} ports "
+            f"links at most {shape.spine_ports}: joining the rest needs a fourth tier"
+        ),
+        suggestion=(
+            f"islands of at least {fewest} nodes"
+            if shape.mode == "islands" and fewest <= _largest_meshed_island(shape)
+            else "switches with more ports"
+        ),
+        needed=groups,
+        available=shape.spine_ports,
+    )
+
+
+def fabric_limits(spec: Cluster, catalog: Catalog) -> tuple[FabricLimit, ...]:
+    """Where the planned fabric is counted by ports but is not a strict Clos network.
+
+    The plan still counts such a fabric (switches, cables and power stay useful for a
+    budget); these say what a builder would have to change.
+    """
+    port_speed = catalog.switches[spec.network.topology.switch].port_speed_gbps
+    runs = _runs(spec, catalog, port_speed)
+    if not runs:
+        return ()
+    shape = _shape(spec, catalog, runs)
+    return tuple(limit for limit in (_mesh_limit(shape), _reach_limit(shape)) if limit is not None)
+
+
+def _island_leaves(shape: _Shape, nodes: int) -> int:
+    if shape.mode == "single":
+        return 1
+    if shape.kind == "fat-tree":
+        return math.ceil(nodes * shape.rails / shape.half)
+    return shape.rails * math.ceil(nodes / shape.half)
+
+
+@dataclass(frozen=True, slots=True)
+class _Group:
+    """Leaves meshed with spines: a two-tier island, or one pod of a three-tier island."""
+
+    first_leaf: int
+    leaves: int
+    first_spine: int
+    spines: int
+    leaf_spine_links: int
+    core_links: int
+
+
+def _island_core_links(shape: _Shape, nodes: int) -> int:
+    """The island's share of the core: its endpoint bandwidth over the oversubscription."""
+    gbps = nodes * shape.rails * shape.speed_gbps / shape.oversubscription
+    return math.ceil(gbps / shape.spine_speed_gbps)
+
+
+def _island_groups(shape: _Shape, nodes: int) -> tuple[_Group, ...]:
+    leaves = _island_leaves(shape, nodes)
+    if shape.mode == "single":
+        return ()
+    if shape.mode == "pods":
+        return tuple(_pods(shape, leaves))
+    links = leaves * shape.half
+    core = _island_core_links(shape, nodes) if shape.mode == "islands" else 0
+    return (_Group(0, leaves, 0, math.ceil((links + core) / shape.spine_ports), links, core),)
+
+
+def _pods(shape: _Shape, leaves: int) -> Iterator[_Group]:
+    """k/2 leaves per pod; each pod spine has half its ports down, half up, non-blocking."""
+    spine_down = shape.spine_ports // 2
+    first_spine = 0
+    for first in range(0, leaves, shape.half):
+        links = min(shape.half, leaves - first) * shape.half
+        spines = math.ceil(links / spine_down)
+        yield _Group(first, min(shape.half, leaves - first), first_spine, spines, links, links)
+        first_spine += spines
+
+
+# --- the plan's fabric --------------------------------------------------------------------
+
+
+def plan_fabric(spec: Cluster, catalog: Catalog) -> Fabric | None:
+    """The compute fabric, or None when no pool has role compute."""
+    topology = spec.network.topology
+    leaf = catalog.switches[topology.switch]
+    spine_model = topology.spine_switch or topology.switch
+    spine = catalog.switches[spine_model]
+    runs = _runs(spec, catalog, leaf.port_speed_gbps)
+    if not runs:
+        return None
+    shape = _shape(spec, catalog, runs)
+    islands: list[Island] = []
+    leaf_spine_links = core_links = 0
+    for index in range(shape.islands):
+        nodes = shape.island_size(index)
+        groups = _island_groups(shape, nodes)
+        islands.append(
+            Island(index, nodes, _island_leaves(shape, nodes), sum(g.spines for g in groups))
+        )
+        leaf_spine_links += sum(g.leaf_spine_links for g in groups)
+        core_links += sum(g.core_links for g in groups)
+    leaves = sum(island.leaves for island in islands)
+    spines = sum(island.spines for island in islands)
+    core = math.ceil(core_links / shape.spine_ports)
+    endpoints = sum(run.pool.count * run.endpoints for run in runs)
+    cables = endpoints + leaf_spine_links + core_links
+    slot_gbps = shape.rails * shape.speed_gbps
+    island_bisection = shape.island_nodes * slot_gbps / 2
+    cluster_oversubscription = shape.oversubscription if shape.islands > 1 else 1.0
+    return Fabric(
+        kind=topology.kind,
+        fabric=spec.network.fabric,
+        leaf_model=topology.switch,
+        spine_model=spine_model,
+        radix=shape.radix,
+        port_speed_gbps=leaf.port_speed_gbps,
+        endpoint_speed_gbps=shape.speed_gbps,
+        endpoints=endpoints,
+        rails=shape.rails,
+        island_nodes=shape.island_nodes,
+        islands=tuple(islands),
+        tiers={"single": 1, "two-tier": 2, "islands": 3, "pods": 3}[shape.mode],
+        leaves=leaves,
+        spines=spines,
+        core_switches=core,
+        node_links=endpoints,
+        leaf_spine_links=leaf_spine_links,
+        spine_core_links=core_links,
+        cables=cables,
+        transceivers=TRANSCEIVERS_PER_LINK * cables,
+        injection_gbps_per_node=float(max(run.endpoints * run.speed_gbps for run in runs)),
+        island_bisection_gbps=island_bisection,
+        bisection_gbps=shape.nodes * slot_gbps / 2 / cluster_oversubscription,
+        inter_island_oversubscription=topology.inter_island_oversubscription,
+        switch_kw=(leaves * leaf.power_w + (spines + core) * spine.power_w) / WATTS_PER_KW,
+    )
+
+
+# --- placement ----------------------------------------------------------------------------
+
+
+def leaf_placement(fabric: Fabric, node_index: int, nic_index: int) -> LeafPlacement:
+    """Where endpoint `nic_index` of compute node `node_index` (both from 0) plugs in.
+
+    Leaves are numbered from 1 inside their island, rail by rail in a rail-optimized
+    fabric; ports from 1, down-links first (uplinks take the ports above k/2). `rail` is
+    the node-local NIC port; in a fat-tree it names the HCA but does not pin a leaf.
+    """
+    if not 0 <= nic_index < fabric.rails:
+        raise IndexError(f"NIC {nic_index} is not one of the {fabric.rails} per node")
+    island = node_index // fabric.island_nodes
+    local = node_index - island * fabric.island_nodes
+    if node_index < 0 or island >= len(fabric.islands) or local >= fabric.islands[island].nodes:
+        raise IndexError(f"compute node {node_index} is not in the fabric")
+    half = fabric.radix // 2
+    if fabric.tiers == 1:
+        leaf, port = 0, local * fabric.rails + nic_index
+    elif fabric.kind == "fat-tree":
+        slot = local * fabric.rails + nic_index
+        leaf, port = divmod(slot, half)
+    else:
+        per_rail = math.ceil(fabric.islands[island].nodes / half)
+        block, port = divmod(local, half)
+        leaf = nic_index * per_rail + block
+    return LeafPlacement(
+        island=island, leaf=leaf_name(island, leaf + 1), port=port + 1, rail=nic_index
+    )
+
+
+def _endpoints_by_profile(spec: Cluster, fabric: Fabric, catalog: Catalog | None) -> dict[str, int]:
+    profiles = dict.fromkeys(pool.profile for pool in spec.pools_with_role("compute"))
+    if catalog is not None:
+        return {name: endpoints_per_node(spec.profiles[name], catalog) for name in profiles}
+    groups = {
+        (g.model, g.count) if (g := spec.profiles[name].nics.compute) else None for name in profiles
+    }
+    if len(groups) > 1:
+        raise ValueError(
+            "compute pools differ in their compute NICs: pass the catalog so each node's "
+            "endpoints are known"
+        )
+    return dict.fromkeys(profiles, fabric.rails)
+
+
+def iter_placements(
+    spec: Cluster, fabric: Fabric, catalog: Catalog | None = None
+) -> Iterator[tuple[str, int, LeafPlacement]]:
+    """(host name, NIC port, placement) of every compute endpoint, in pool order.
+
+    The catalog is needed only when compute pools differ in their compute NICs; without
+    it, every compute node has `fabric.rails` endpoints.
+    """
+    endpoints = _endpoints_by_profile(spec, fabric, catalog)
+    index = 0
+    for pool in spec.pools_with_role("compute"):
+        count = endpoints[pool.profile]
+        for number in range(1, pool.count + 1):
+            host = pool.hostname(number)
+            for nic in range(count):
+                yield host, nic, leaf_placement(fabric, index, nic)
+            index += 1
+
+
+# --- the switch tree (for Slurm topology.conf and diagrams) ---------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TreeSwitch:
+    """One switch of the tree: leaves list host names, spines leaves, core switches spines.
+
+    In a rail-optimized fabric a node is under one leaf per rail. A spine lists every leaf
+    that has a link to it, a core switch every spine; counts are links, `ports` the radix.
+    """
+
+    name: str
+    tier: Tier
+    island: int | None
+    nodes: tuple[str, ...]
+    switches: tuple[str, ...]
+    downlinks: int
+    uplinks: int
+    ports: int
+
+
+def _stripe(lowers: Iterable[tuple[str, int]], uppers: int) -> list[list[str]]:
+    """Uplink g (counted over all lowers in order) goes to upper g mod uppers."""
+    members: list[list[str]] = [[] for _ in range(uppers)]
+    offset = 0
+    for name, uplinks in lowers:
+        reached = (
+            range(uppers) if uplinks >= uppers else ((offset + t) % uppers for t in range(uplinks))
+        )
+        for upper in reached:
+            members[upper].append(name)
+        offset += uplinks
+    return members
+
+
+def _spread(total: int, parts: int, index: int, *, from_end: bool = False) -> int:
+    """Share `index` of `total` split as evenly as possible over `parts`."""
+    base, extra = divmod(total, parts)
+    gets_extra = index >= parts - extra if from_end else index < extra
+    return base + int(gets_extra)
+
+
+def _leaf_members(
+    shape: _Shape, runs: Sequence[_Run], island: int, leaf: int
+) -> tuple[tuple[str, ...], int]:
+    """Host names under leaf `leaf` (from 0) of `island`, and the endpoints they plug in."""
+    first = island * shape.island_nodes
+    nodes = shape.island_size(island)
+    if shape.mode == "single":
+        members = list(_iter_nodes(runs, first, first + nodes))
+        return tuple(h for h, _ in members), sum(e for _, e in members)
+    if shape.kind == "rail-optimized":
+        per_rail = math.ceil(nodes / shape.half)
+        rail, block = divmod(leaf, per_rail)
+        start = first + block * shape.half
+        stop = min(start + shape.half, first + nodes)
+        on_rail = tuple(h for h, e in _iter_nodes(runs, start, stop) if e > rail)
+        return on_rail, len(on_rail)
+    slots = range(leaf * shape.half, min((leaf + 1) * shape.half, nodes * shape.rails))
+    start, stop = first + slots.start // shape.rails, first + (slots.stop - 1) // shape.rails + 1
+    hosts: list[str] = []
+    plugged = 0
+    for offset, (host, endpoints) in enumerate(_iter_nodes(runs, start, stop)):
+        node_slot = (start - first + offset) * shape.rails
+        here = len(range(max(node_slot, slots.start), min(node_slot + endpoints, slots.stop)))
+        if here:
+            hosts.append(host)
+            plugged += here
+    return tuple(hosts), plugged
+
+
+def _iter_leaves(shape: _Shape, runs: Sequence[_Run]) -> Iterator[TreeSwitch]:
+    uplinks = 0 if shape.mode == "single" else shape.half
+    for island in range(shape.islands):
+        for leaf in range(_island_leaves(shape, shape.island_size(island))):
+            hosts, plugged = _leaf_members(shape, runs, island, leaf)
+            yield TreeSwitch(
+                name=leaf_name(island, leaf + 1),
+                tier="leaf",
+                island=island,
+                nodes=hosts,
+                switches=(),
+                downlinks=plugged,
+                uplinks=uplinks,
+                ports=shape.radix,
+            )
+
+
+def _iter_spines(shape: _Shape) -> Iterator[TreeSwitch]:
+    for island in range(shape.islands):
+        for group in _island_groups(shape, shape.island_size(island)):
+            leaves = [
+                (leaf_name(island, group.first_leaf + n + 1), shape.half)
+                for n in range(group.leaves)
+            ]
+            for n, members in enumerate(_stripe(leaves, group.spines)):
+                # Core links fill spines from the end, leaf links from the start, so no
+                # spine gets both remainders and every spine stays within its ports.
+                yield TreeSwitch(
+                    name=spine_name(island, group.first_spine + n + 1),
+                    tier="spine",
+                    island=island,
+                    nodes=(),
+                    switches=tuple(members),
+                    downlinks=_spread(group.leaf_spine_links, group.spines, n),
+                    uplinks=_spread(group.core_links, group.spines, n, from_end=True),
+                    ports=shape.spine_ports,
+                )
+
+
+def _iter_core(shape: _Shape, spines: Iterable[TreeSwitch]) -> Iterator[TreeSwitch]:
+    uplinks = [(spine.name, spine.uplinks) for spine in spines if spine.uplinks]
+    total = sum(links for _, links in uplinks)
+    if not total:
+        return
+    cores = math.ceil(total / shape.spine_ports)
+    for n, members in enumerate(_stripe(uplinks, cores)):
+        yield TreeSwitch(
+            name=core_name(n + 1),
+            tier="core",
+            island=None,
+            nodes=(),
+            switches=tuple(members),
+            downlinks=_spread(total, cores, n),
+            uplinks=0,
+            ports=shape.spine_ports,
+        )
+
+
+def iter_switch_tree(spec: Cluster, catalog: Catalog) -> Iterator[TreeSwitch]:
+    """Leaves (with host names), then spines (with leaves), then core (with spines).
+
+    Linear in links: every name appears once per link at most, and leaves are produced
+    one at a time.
+    """
+    port_speed = catalog.switches[spec.network.topology.switch].port_speed_gbps
+    runs = _runs(spec, catalog, port_speed)
+    if not runs:
+        return
+    shape = _shape(spec, catalog, runs)
+    yield from _iter_leaves(shape, runs)
+    yield from _iter_spines(shape)
+    yield from _iter_core(shape, _iter_spines(shape))

@@ -1,0 +1,119 @@
+"""Power, energy, cost and racks of the whole cluster.
+
+Server power is the maximum a server can draw: what the facility must be able to deliver,
+not an average, so energy and cost are upper bounds.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+from myriad.plan.model import Fabric, Power
+from myriad.spec.catalog_models import Catalog
+from myriad.spec.models import Cluster, Profile
+
+# Estimate for a server with neither power_kw nor a catalog layout: GPU board power
+# (REFERENCE.md "Power") plus these allowances, which are typical server figures, not
+# datasheet values: a current server CPU socket at full load with its memory, and the base
+# of fans, drives, BMC and power-supply losses.
+CPU_SOCKET_W = 350.0
+SERVER_BASE_W = 250.0
+# Rack units when neither the profile nor a layout says: a 2U CPU server; GPU servers take
+# 4U per four GPUs (an 8-GPU HGX chassis is 8U, as the DGX H100 / H200 in the catalog).
+CPU_SERVER_RACK_UNITS = 2
+RACK_UNITS_PER_GPU_GROUP = 4
+GPUS_PER_RACK_UNIT_GROUP = 4
+# REFERENCE.md "Power": energy per year = facility kW x 8760 h.
+HOURS_PER_YEAR = 8760
+KWH_PER_MWH = 1000
+WATTS_PER_KW = 1000
+# rack_kw / server_kw in floating point: 40 / 10 must give 4, not 3.9999999.
+_FLOOR_TOLERANCE = 1e-9
+
+
+def estimated_server_kw(profile: Profile, catalog: Catalog) -> float:
+    """GPUs at board power + CPU sockets + every NIC + a base for the rest (an estimate)."""
+    watts = SERVER_BASE_W + CPU_SOCKET_W * profile.cpu.sockets
+    if profile.gpu is not None:
+        watts += profile.gpu.count * catalog.gpus[profile.gpu.model].board_power_w
+    for group in (profile.nics.compute, profile.nics.storage, profile.nics.management):
+        if group is not None:
+            watts += group.count * catalog.nics[group.model].power_w
+    return watts / WATTS_PER_KW
+
+
+def server_kw(profile: Profile, catalog: Catalog) -> float:
+    """The profile's own figure, else its catalog layout's maximum, else the estimate."""
+    if profile.power_kw is not None:
+        return profile.power_kw
+    if profile.server is not None:
+        return catalog.servers[profile.server].max_power_kw
+    return estimated_server_kw(profile, catalog)
+
+
+def server_rack_units(profile: Profile, catalog: Catalog) -> int:
+    if profile.rack_units is not None:
+        return profile.rack_units
+    if profile.server is not None:
+        return catalog.servers[profile.server].rack_units
+    if profile.gpu is None:
+        return CPU_SERVER_RACK_UNITS
+    groups = math.ceil(profile.gpu.count / GPUS_PER_RACK_UNIT_GROUP)
+    return RACK_UNITS_PER_GPU_GROUP * groups
+
+
+def gpu_kw(profile: Profile, catalog: Catalog) -> float:
+    if profile.gpu is None:
+        return 0.0
+    return profile.gpu.count * catalog.gpus[profile.gpu.model].board_power_w / WATTS_PER_KW
+
+
+def _fits(capacity: float, each: float) -> int:
+    return math.floor(capacity / each + _FLOOR_TOLERANCE)
+
+
+def _racks_for(count: int, per_rack: int) -> int:
+    """A server that does not fit a rack's budget still gets a rack of its own."""
+    return count if per_rack == 0 else math.ceil(count / per_rack)
+
+
+def plan_power(spec: Cluster, catalog: Catalog, fabric: Fabric | None) -> Power:
+    """Racks are counted per profile (servers of one shape share racks) and summed."""
+    facility = spec.facility
+    counts = Counter[str]()
+    for pool in spec.pools:
+        counts[pool.profile] += pool.count
+    gpus = servers = 0.0
+    by_power = by_space = racks = 0
+    per_rack: list[int] = []
+    kw_each: list[float] = []
+    for name, count in counts.items():
+        profile = spec.profiles[name]
+        kw = server_kw(profile, catalog)
+        kw_each.append(kw)
+        gpus += count * gpu_kw(profile, catalog)
+        servers += count * kw
+        power_fit = _fits(facility.rack_kw, kw)
+        space_fit = _fits(facility.rack_units, server_rack_units(profile, catalog))
+        by_power += _racks_for(count, power_fit)
+        by_space += _racks_for(count, space_fit)
+        racks += _racks_for(count, min(power_fit, space_fit))
+        per_rack.append(min(power_fit, space_fit))
+    switches = fabric.switch_kw if fabric is not None else 0.0
+    it = servers + switches
+    facility_kw = it * facility.pue
+    return Power(
+        gpu_kw=gpus,
+        server_kw=servers,
+        switch_kw=switches,
+        it_kw=it,
+        facility_kw=facility_kw,
+        energy_mwh_per_year=facility_kw * HOURS_PER_YEAR / KWH_PER_MWH,
+        cost_usd_per_year=facility_kw * HOURS_PER_YEAR * facility.usd_per_kwh,
+        racks_by_power=by_power,
+        racks_by_space=by_space,
+        racks=racks,
+        max_server_kw=max(kw_each, default=0.0),
+        servers_per_rack=min(per_rack, default=0),
+    )

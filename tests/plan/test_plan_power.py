@@ -1,0 +1,106 @@
+"""Power, energy, cost and racks, with the arithmetic written out."""
+
+from __future__ import annotations
+
+import pytest
+from plan_specs import cluster, gpu_profile, load_fixture
+
+from myriad.plan import make_plan
+from myriad.plan.power import estimated_server_kw, server_kw, server_rack_units
+from myriad.spec.models import Profile
+
+DGX_H100 = gpu_profile(server="DGX-H100")
+FACILITY = {"pue": 1.2, "usd_per_kwh": 0.078, "rack_kw": 40, "cooling": "liquid"}
+
+
+def test_dgx_h100_cluster_power_and_cost() -> None:
+    loaded = cluster(nodes=32, profile=DGX_H100, facility=FACILITY)
+    power = make_plan(loaded.spec, loaded.catalog).power
+    # Fabric: 32 nodes x 8 rails = 256 endpoints on QM9700 (k = 64): 8 rail leaves,
+    # 8 x 32 = 256 uplinks, 4 spines; 12 switches x 1.1 kW = 13.2 kW.
+    assert power.switch_kw == pytest.approx(13.2)
+    # Servers: the DGX H100 layout's 10.2 kW x 32 = 326.4 kW; GPUs 32 x 8 x 0.7 = 179.2 kW.
+    assert power.server_kw == pytest.approx(326.4)
+    assert power.gpu_kw == pytest.approx(179.2)
+    # IT 326.4 + 13.2 = 339.6 kW; facility x 1.2 = 407.52 kW.
+    assert power.it_kw == pytest.approx(339.6)
+    assert power.facility_kw == pytest.approx(407.52)
+    # Energy 407.52 kW x 8,760 h = 3,569,875.2 kWh = 3,569.8752 MWh;
+    # cost 3,569,875.2 kWh x $0.078 = $278,450.27.
+    assert power.energy_mwh_per_year == pytest.approx(3569.8752)
+    assert power.cost_usd_per_year == pytest.approx(278_450.2656)
+    # Racks: by power floor(40 / 10.2) = 3 per rack -> ceil(32 / 3) = 11;
+    # by space floor(42 U / 8 U) = 5 per rack -> ceil(32 / 5) = 7; 11 racks of 3.
+    assert (power.racks_by_power, power.racks_by_space, power.racks) == (11, 7, 11)
+    assert power.servers_per_rack == 3
+    assert power.max_server_kw == pytest.approx(10.2)
+
+
+def test_racks_are_counted_per_profile_and_summed() -> None:
+    profiles = {
+        "dgx": DGX_H100,
+        "ctl": {"cpu": {"sockets": 1, "cores_per_socket": 16}, "memory_gib": 64, "power_kw": 0.5},
+    }
+    pools = [
+        {"name": "gpu", "profile": "dgx", "count": 32, "role": "compute"},
+        {"name": "ctl", "profile": "ctl", "count": 3, "role": "controller"},
+    ]
+    loaded = cluster(profiles=profiles, pools=pools, facility=FACILITY)
+    power = make_plan(loaded.spec, loaded.catalog).power
+    # DGX: 11 racks (above). Controllers: 0.5 kW -> 80 per rack by power, 2 U (the CPU
+    # server default) -> 21 by space: 1 rack. 11 + 1 = 12; by space 7 + 1 = 8.
+    assert (power.racks_by_power, power.racks_by_space, power.racks) == (12, 8, 12)
+    # The tightest profile sets servers per rack: min(3, 21) = 3.
+    assert power.servers_per_rack == 3
+    # 326.4 + 3 x 0.5 = 327.9 kW of servers.
+    assert power.server_kw == pytest.approx(327.9)
+
+
+def test_a_server_beyond_the_rack_budget_gets_a_rack_of_its_own() -> None:
+    facility = {**FACILITY, "rack_kw": 10}
+    loaded = cluster(nodes=5, profile=DGX_H100, facility=facility)
+    power = make_plan(loaded.spec, loaded.catalog).power
+    # 10.2 kW > 10 kW: none fit by power; each of the 5 still takes one rack.
+    assert power.servers_per_rack == 0
+    assert (power.racks_by_power, power.racks) == (5, 5)
+    # By space floor(42 / 8) = 5 fit one rack.
+    assert power.racks_by_space == 1
+
+
+def test_server_power_comes_from_the_profile_then_the_layout_then_an_estimate() -> None:
+    loaded = load_fixture("a800-rail-1250.yaml")
+    catalog = loaded.catalog
+    # A800-8GPU-4NIC layout: 6.5 kW, 6 U.
+    a800 = loaded.spec.profiles["a800-node"]
+    assert server_kw(a800, catalog) == 6.5
+    assert server_rack_units(a800, catalog) == 6
+    # The controller profile says 0.8 kW and 1 U itself.
+    ctl = loaded.spec.profiles["cpu-server"]
+    assert (server_kw(ctl, catalog), server_rack_units(ctl, catalog)) == (0.8, 1)
+    # No figure anywhere: 4 x L40S 350 W + 2 sockets x 350 W + 2 x ConnectX-7 25 W
+    # + 1 x ConnectX-6-Lx 10 W + 250 W base = 1,400 + 700 + 50 + 10 + 250 = 2,410 W.
+    profile = Profile.model_validate(
+        gpu_profile("L40S", gpus=4)
+        | {
+            "nics": {
+                "compute": {"model": "ConnectX-7", "count": 2},
+                "management": {"model": "ConnectX-6-Lx", "count": 1},
+            }
+        }
+    )
+    assert estimated_server_kw(profile, catalog) == pytest.approx(2.41)
+    assert server_kw(profile, catalog) == pytest.approx(2.41)
+    # 4 GPUs -> 4 U by the documented default (4 U per four GPUs).
+    assert server_rack_units(profile, catalog) == 4
+
+
+def test_a800_example_power() -> None:
+    loaded = load_fixture("a800-rail-1250.yaml")
+    power = make_plan(loaded.spec, loaded.catalog).power
+    # 1,250 x 6.5 + 3 x 0.8 = 8,127.4 kW servers; switches 80 x 1.7 = 136 kW.
+    assert power.server_kw == pytest.approx(8127.4)
+    assert power.it_kw == pytest.approx(8263.4)
+    # x PUE 1.2 = 9,916.08 kW.
+    assert power.facility_kw == pytest.approx(9916.08)
+    # A800: floor(40 / 6.5) = 6 per rack -> 209 racks, controllers 1 rack: 210.
+    assert power.racks == 210
