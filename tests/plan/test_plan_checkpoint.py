@@ -6,11 +6,11 @@ import math
 from typing import Any
 
 import pytest
-from plan_specs import cluster, gpu_profile, load_fixture
 
 from myriad.plan.checkpoint import plan_checkpoint
 from myriad.plan.model import Checkpoint
 from myriad.spec import LoadedSpec
+from spec_builder import cluster, gpu_profile, load_fixture
 
 NFS = {"kind": "nfs", "server": "nas01", "export": "/srv/data"}
 

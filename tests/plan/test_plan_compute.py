@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from plan_specs import cluster, gpu_profile, load_example
 
 from myriad.plan.compute import plan_compute
+from spec_builder import cluster, gpu_profile, load_example
 
 
 def test_70b_on_15t_tokens_with_1024_h100_at_40_percent_mfu() -> None:

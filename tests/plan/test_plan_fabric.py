@@ -6,7 +6,6 @@ import inspect
 from collections import Counter
 
 import pytest
-from plan_specs import cluster, gpu_profile, load_example, load_fixture
 
 from myriad.plan import (
     FabricError,
@@ -21,6 +20,7 @@ from myriad.plan import (
 from myriad.plan.model import Fabric, Island, LeafPlacement
 from myriad.spec import LoadedSpec
 from myriad.spec.problems import MyriadError
+from spec_builder import cluster, gpu_profile, load_example, load_fixture
 
 
 def _fabric(loaded: LoadedSpec) -> Fabric:

@@ -14,7 +14,6 @@ from typing import Any
 
 from hypothesis import given, reject, settings
 from hypothesis import strategies as st
-from plan_specs import cluster, gpu_profile, made_up_nic, made_up_switch
 
 from myriad.plan import (
     FabricError,
@@ -27,6 +26,7 @@ from myriad.plan import (
 from myriad.plan.fabric import three_tier_endpoints, two_tier_endpoints
 from myriad.plan.model import Fabric
 from myriad.spec import LoadedSpec
+from spec_builder import cluster, gpu_profile, made_up_nic, made_up_switch
 
 MAX_NODES = 150
 SPEED = 400

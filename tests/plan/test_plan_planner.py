@@ -8,10 +8,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from plan_specs import load_example, load_fixture
 
 from myriad.plan import iter_placements, make_plan
 from myriad.plan.model import Plan, PoolSummary
+from spec_builder import load_example, load_fixture
 
 
 def test_pool_summaries_and_totals() -> None:

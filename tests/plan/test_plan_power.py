@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from plan_specs import cluster, gpu_profile, load_fixture
 
 from myriad.plan import make_plan
 from myriad.plan.power import estimated_server_kw, server_kw, server_rack_units
 from myriad.spec.models import Profile
+from spec_builder import cluster, gpu_profile, load_fixture
 
 DGX_H100 = gpu_profile(server="DGX-H100")
 FACILITY = {"pue": 1.2, "usd_per_kwh": 0.078, "rack_kw": 40, "cooling": "liquid"}

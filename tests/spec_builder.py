@@ -13,8 +13,8 @@ import yaml
 
 from myriad.spec import LoadedSpec, load_spec, load_spec_text
 
-SPECS = Path(__file__).resolve().parent / "specs"
-ROOT = Path(__file__).resolve().parents[2]
+SPECS = Path(__file__).resolve().parent / "plan" / "specs"
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def load_fixture(name: str) -> LoadedSpec:

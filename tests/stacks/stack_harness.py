@@ -1,0 +1,217 @@
+"""Running the Pulumi program under `pulumi.runtime.set_mocks`, and specs for it to build.
+
+What these tests exercise: the program's resource graph, as the Pulumi engine would receive it
+(types, names, inputs with secrets still marked, protect and retain options). What they do not:
+the AWS API and the Pulumi CLI, which are not reachable here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import json
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pulumi
+import yaml
+from pulumi.runtime import mocks as pulumi_mocks
+from pulumi.runtime import rpc
+
+from myriad.render.nodes import iter_nodes
+from myriad.spec import load_spec_text
+from myriad.spec.models import Cluster
+
+REPO = Path(__file__).resolve().parents[2]
+SECRET_MARK = rpc._special_sig_key  # the key Pulumi puts on a serialized secret
+# Values that must never appear in the clear anywhere in the resource graph.
+BMC_USER = "canary-bmc-user"
+BMC_PASSWORD = "canary-Bmc-Passw0rd-7f3e"
+ADMIN_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIMyriadTestKeyOnlyForUnitTests0000000 ops@test"
+
+
+@dataclass
+class Registered:
+    type: str
+    name: str
+    inputs: dict[str, Any]
+    parent: str
+    protect: bool
+    retain_on_delete: bool
+    additional_secret_outputs: list[str]
+
+
+class RecordingMonitor(pulumi_mocks.MockMonitor):
+    """The mock monitor, also keeping the resource options the engine would receive."""
+
+    def __init__(self, mocks: pulumi_mocks.Mocks) -> None:
+        super().__init__(mocks)
+        self.registered: list[Registered] = []
+
+    def RegisterResource(self, request: Any) -> Any:  # the gRPC method name
+        response = super().RegisterResource(request)
+        if request.type != "pulumi:pulumi:Stack":
+            self.registered.append(
+                Registered(
+                    type=request.type,
+                    name=request.name,
+                    inputs=rpc.deserialize_properties(request.object),
+                    parent=request.parent,
+                    protect=request.protect,
+                    retain_on_delete=request.retainOnDelete,
+                    additional_secret_outputs=list(request.additionalSecretOutputs),
+                )
+            )
+        return response
+
+    def ReadResource(self, request: Any) -> Any:  # the gRPC method name
+        # Reads of existing resources, such as a StackReference to the shared stack.
+        response = super().ReadResource(request)
+        self.registered.append(
+            Registered(
+                type=request.type,
+                name=request.name,
+                inputs=rpc.deserialize_properties(request.properties),
+                parent=request.parent,
+                protect=False,
+                retain_on_delete=False,
+                additional_secret_outputs=[],
+            )
+        )
+        return response
+
+
+def _fake_ip(name: str, network: str) -> str:
+    net = ipaddress.ip_network(network)
+    offset = int(hashlib.sha256(name.encode()).hexdigest(), 16) % (net.num_addresses - 16) + 8
+    return str(net.network_address + offset)
+
+
+class FakeCloud(pulumi.runtime.Mocks):
+    """Outputs a real provider would compute, made up deterministically from the name."""
+
+    def __init__(self, shared_network: Mapping[str, str] | None = None) -> None:
+        self.shared_network = dict(shared_network or {})
+
+    def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
+        state = dict(args.inputs)
+        resource_id = f"{args.name}-id"
+        if args.typ == "aws:ec2/instance:Instance":
+            state["privateIp"] = _fake_ip(args.name, "10.42.128.0/17")
+            state["primaryNetworkInterfaceId"] = f"eni-{args.name}"
+            resource_id = "i-" + hashlib.sha256(args.name.encode()).hexdigest()[:17]
+        elif args.typ == "aws:ec2/eip:Eip":
+            state["publicIp"] = _fake_ip(args.name, "198.51.100.0/24")
+        elif args.typ == "aws:ec2/launchTemplate:LaunchTemplate":
+            state["latestVersion"] = 1
+        elif args.typ == "aws:ec2/placementGroup:PlacementGroup":
+            state["name"] = f"{args.name}-pg"
+        elif args.typ == "pulumi:pulumi:StackReference":
+            state["outputs"] = {"network": self.shared_network}
+        elif args.typ.endswith("myriad:BareMetalNode"):
+            state.update(
+                system_path="/redfish/v1/Systems/1",
+                power_state="On",
+                health="OK",
+            )
+        return resource_id, state
+
+    def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict[str, Any], list[Any]]:
+        return {}, []
+
+
+@dataclass
+class Built:
+    resources: list[Registered]
+    outputs: dict[str, Any]
+
+    def of_type(self, suffix: str) -> list[Registered]:
+        return [r for r in self.resources if r.type.endswith(suffix)]
+
+    def named(self, name: str, suffix: str) -> Registered:
+        matches = [r for r in self.of_type(suffix) if r.name == name]
+        assert len(matches) == 1, f"{len(matches)} {suffix} named {name}"
+        return matches[0]
+
+
+def run_program(
+    body: Callable[[], Any],
+    *,
+    config: Mapping[str, Any] | None = None,
+    secret_keys: tuple[str, ...] = (),
+    shared_network: Mapping[str, str] | None = None,
+) -> Built:
+    """Run `body` as a Pulumi program under mocks; it returns a dict of outputs to resolve."""
+    pulumi.runtime.set_all_config(
+        {k: v if isinstance(v, str) else json.dumps(v) for k, v in (config or {}).items()},
+        list(secret_keys),
+    )
+    cloud = FakeCloud(shared_network)
+    monitor = RecordingMonitor(cloud)
+    pulumi.runtime.set_mocks(cloud, project="myriad", stack="test", preview=False, monitor=monitor)
+    captured: dict[str, Any] = {}
+
+    @pulumi.runtime.test
+    def program() -> pulumi.Output[Any]:
+        outputs = body()
+        return pulumi.Output.from_input(outputs).apply(captured.update)
+
+    program()
+    return Built(monitor.registered, captured)
+
+
+def stack_config(env: str) -> dict[str, Any]:
+    """The plain config of a committed Pulumi.<env>.yaml."""
+    document = yaml.safe_load((REPO / f"Pulumi.{env}.yaml").read_text())
+    return dict(document["config"])
+
+
+def spec_with(
+    path: Path,
+    *,
+    hosts: bool = False,
+    edit: Callable[[dict[str, Any]], None] | None = None,
+) -> Cluster:
+    """An example spec as committed, optionally with a generated host list and other edits.
+
+    The committed bare-metal examples list no hosts (their MACs and BMCs are site facts), so
+    the tests make up a deterministic inventory: MACs in the locally administered range,
+    addresses from the management network, one BMC address per node.
+    """
+    data = yaml.safe_load(path.read_text())
+    if edit is not None:
+        edit(data)
+    if hosts:
+        spec = load_spec_text(yaml.safe_dump(data, sort_keys=False), str(path)).spec
+        network = ipaddress.ip_network(spec.network.addressing.management)
+        data["provider"]["hosts"] = [
+            {
+                "name": node.name,
+                "mac": "02:00:" + ":".join(f"{b:02x}" for b in (i + 1).to_bytes(4, "big")),
+                "bmc_address": f"https://10.255.{(i + 1) // 250}.{(i + 1) % 250 + 1}",
+                "address": str(network.network_address + 20 + i),
+            }
+            for i, node in enumerate(iter_nodes(spec))
+        ]
+    return load_spec_text(yaml.safe_dump(data, sort_keys=False), str(path)).spec
+
+
+def walk(value: Any, path: str = "") -> Iterator[tuple[str, Any, bool]]:
+    """Every leaf of an input tree, with its path and whether it sits inside a secret."""
+
+    def inner(value: Any, path: str, secret: bool) -> Iterator[tuple[str, Any, bool]]:
+        if isinstance(value, dict):
+            if SECRET_MARK in value:
+                yield from inner(value.get("value"), path, True)
+                return
+            for key, item in value.items():
+                yield from inner(item, f"{path}.{key}" if path else str(key), secret)
+        elif isinstance(value, list | tuple):
+            for index, item in enumerate(value):
+                yield from inner(item, f"{path}[{index}]", secret)
+        else:
+            yield path, value, secret
+
+    yield from inner(value, path, False)

@@ -1,0 +1,65 @@
+"""`myriad plan`: exit codes, JSON output, and the plan file written whole or not at all."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from myriad.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+STARTER = ROOT / "inventories" / "starter-64" / "cluster.yaml"
+
+
+def test_plan_prints_the_tables_and_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", str(STARTER)]) == 0
+    out = capsys.readouterr().out
+    for heading in ("Cluster starter-64", "Fabric", "Power and cost", "Compute", "Checkpoint"):
+        assert heading in out
+    assert "0 error(s)" in out
+
+
+def test_plan_json_is_machine_readable(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", str(STARTER), "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["plan"]["gpus"] == 64
+    assert document["plan"]["fabric"]["leaves"] == 1
+    assert all("location" in f for f in document["findings"])
+
+
+def test_plan_out_writes_plan_json_and_nothing_else(tmp_path: Path) -> None:
+    out = tmp_path / "plans" / "starter"
+    assert main(["plan", str(STARTER), "--out", str(out)]) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["plan.json"]
+    assert json.loads((out / "plan.json").read_text())["plan"]["cluster"] == "starter-64"
+
+
+def test_invalid_spec_writes_nothing(tmp_path: Path) -> None:
+    bad = ROOT / "tests" / "spec" / "bad" / "03-count-quoted.yaml"
+    assert main(["plan", str(bad), "--out", str(tmp_path / "out")]) == 2
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_lint_error_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spec = tmp_path / "hot.yaml"
+    spec.write_text(STARTER.read_text().replace("rack_kw: 25", "rack_kw: 8"))
+    assert main(["plan", str(spec)]) == 1
+    assert "rack-power" in capsys.readouterr().out
+
+
+def test_the_console_script_runs_without_a_traceback(tmp_path: Path) -> None:
+    bad = ROOT / "tests" / "spec" / "bad" / "21-two-documents.yaml"
+    result = subprocess.run(
+        [sys.executable, "-m", "myriad.cli", "plan", str(bad)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert "more than one YAML document" in result.stderr
+    assert "Traceback" not in result.stderr
