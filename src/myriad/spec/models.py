@@ -209,6 +209,14 @@ class NicGroup(_Model):
         default=None, description="PCIe generation of the NIC's slot; default: the profile's"
     )
     slot_lanes: Literal[1, 2, 4, 8, 16] = 16
+    devices: tuple[str, ...] = Field(
+        default=(),
+        description="RDMA device names, one per port in rail order (default mlx5_0, mlx5_1, ...)",
+    )
+    interfaces: tuple[str, ...] = Field(
+        default=(),
+        description="Network interface names, one per port in rail order (default: see docs)",
+    )
 
 
 class NicSet(_Model):

@@ -63,9 +63,14 @@ def _references(data: Mapping[str, Any], shipped: Catalog, source: SourceMap) ->
         if isinstance(gpu, str) and gpu not in gpus:
             yield _unknown(source, (*base, "gpu", "model"), "GPU", gpu, gpus)
         for purpose in NIC_PURPOSES:
-            nic = _mapping(_mapping(profile.get("nics")).get(purpose)).get("model")
+            group = _mapping(_mapping(profile.get("nics")).get(purpose))
+            nic = group.get("model")
             if isinstance(nic, str) and nic not in nics:
                 yield _unknown(source, (*base, "nics", purpose, "model"), "NIC", nic, nics)
+            elif isinstance(nic, str):
+                yield from _port_names(
+                    group, _nic_ports(shipped, extra, nic), source, (*base, "nics", purpose)
+                )
 
     pools = _sequence(data.get("pools"))
     for index, raw in enumerate(pools):
@@ -124,3 +129,26 @@ def _hostnames(pools: tuple[Any, ...]) -> Iterator[str]:
         name, count = pool.get("name"), pool.get("count")
         if isinstance(name, str) and isinstance(count, int) and count > 0:
             yield from (hostname(name, count, i) for i in range(1, count + 1))
+
+
+def _nic_ports(shipped: Catalog, extra: Mapping[str, Any], model: str) -> int | None:
+    if model in shipped.nics and model not in _mapping(extra.get("nics")):
+        return shipped.nics[model].ports
+    ports = _mapping(_mapping(_mapping(extra.get("nics")).get(model))).get("ports", 1)
+    return ports if isinstance(ports, int) else None
+
+
+def _port_names(
+    group: Mapping[str, Any], ports: int | None, source: SourceMap, path: Path
+) -> Iterator[Problem]:
+    count = group.get("count")
+    if ports is None or not isinstance(count, int):
+        return
+    for field in ("devices", "interfaces"):
+        names = _sequence(group.get(field))
+        if names and len(names) != count * ports:
+            yield source.problem(
+                (*path, field),
+                f"{len(names)} {field} named for {count} card(s) of {ports} port(s)",
+                f"name one per port: {count * ports}",
+            )

@@ -1,0 +1,55 @@
+"""Deterministic addresses for the nodes of a cluster, from the spec's networks.
+
+Providers that assign addresses themselves (cloud, DHCP on bare metal) report them in the
+stack outputs, which win; these are the addresses Myriad plans where nothing else decides:
+the local container network, the storage bond, and the compute (IPoIB / RoCE) interfaces.
+The first `FIRST_HOST_OFFSET` addresses of every network stay free for gateways, DNS and
+storage servers.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Iterator, Sequence
+
+from myriad.spec.problems import MyriadError
+
+FIRST_HOST_OFFSET = 10
+
+
+class AddressError(MyriadError):
+    exit_code = 2
+
+
+def host_addresses(cidr: str, count: int, *, what: str) -> Sequence[str]:
+    """`count` addresses of `cidr` in order, from FIRST_HOST_OFFSET on, as a lazy sequence."""
+    network = ipaddress.ip_network(cidr)
+    first = int(network.network_address) + FIRST_HOST_OFFSET
+    last = int(network.broadcast_address) - 1
+    if first + count - 1 > last:
+        raise AddressError(
+            f"the {what} network {cidr} has room for {max(last - first + 1, 0)} node addresses "
+            f"after the first {FIRST_HOST_OFFSET}, not {count}: use a larger network"
+        )
+    return _AddressRange(first, count, network.prefixlen)
+
+
+class _AddressRange(Sequence[str]):
+    """Addresses computed on access, so 100,000 NICs cost no memory until rendered."""
+
+    def __init__(self, first: int, count: int, prefixlen: int) -> None:
+        self._first, self._count, self.prefixlen = first, count, prefixlen
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __getitem__(self, index: int) -> str:  # type: ignore[override]
+        if not -self._count <= index < self._count:
+            raise IndexError(index)
+        return str(ipaddress.IPv4Address(self._first + index % self._count))
+
+    def __iter__(self) -> Iterator[str]:
+        return (self[i] for i in range(self._count))
+
+    def with_prefix(self, index: int) -> str:
+        return f"{self[index]}/{self.prefixlen}"
