@@ -39,6 +39,24 @@ def _cmd_plan(args: argparse.Namespace, out: Console, err: Console) -> int:
     return EXIT_PROBLEM if result.has_errors else EXIT_OK
 
 
+def _cmd_render(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from myriad.render.pipeline import render_spec  # noqa: PLC0415
+
+    machines_file: Path | None = args.stack_outputs
+    result = render_spec(
+        args.spec,
+        args.out,
+        stack=args.stack,
+        stack_outputs=machines_file,
+        ssh_user=args.ssh_user,
+    )
+    out.print(
+        f"inventory for {result.cluster}: {result.hosts:,} hosts in {result.groups} groups "
+        f"written to {result.path}"
+    )
+    return EXIT_OK
+
+
 def _cmd_schema(args: argparse.Namespace, out: Console, err: Console) -> int:
     from myriad.spec.models import Cluster
 
@@ -66,6 +84,24 @@ def build_parser() -> argparse.ArgumentParser:
     plan.add_argument("--json", action="store_true", help="print the plan and findings as JSON")
     plan.add_argument("--out", type=Path, metavar="DIR", help="also write DIR/plan.json")
     plan.set_defaults(handler=_cmd_plan)
+
+    render = commands.add_parser(
+        "render", help="write the Ansible inventory (groups, group_vars, host_vars) for a spec"
+    )
+    render.add_argument("spec", type=Path, help="the cluster.yaml")
+    render.add_argument("--out", type=Path, required=True, metavar="DIR", help="inventory folder")
+    machines = render.add_mutually_exclusive_group()
+    machines.add_argument(
+        "--stack", metavar="ENV", help="take node addresses from this Pulumi stack's outputs"
+    )
+    machines.add_argument(
+        "--stack-outputs",
+        type=Path,
+        metavar="FILE",
+        help="the same, from a file saved with `pulumi stack output --json`",
+    )
+    render.add_argument("--ssh-user", metavar="USER", help="ansible_user for every host")
+    render.set_defaults(handler=_cmd_render)
 
     schema = commands.add_parser("schema", help="print the JSON Schema of cluster.yaml")
     schema.set_defaults(handler=_cmd_schema)

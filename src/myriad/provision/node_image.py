@@ -40,7 +40,7 @@ MIRROR_LABEL = "org.myriad.node-image.mirror"
 MIRROR_ENV = "MYRIAD_DEBIAN_MIRROR"
 # Bump whenever the build steps below change what ends up in the image, so that existing
 # images with an older recipe hash get rebuilt.
-SCRIPT_VERSION = 1
+SCRIPT_VERSION = 2
 
 NODE_PACKAGES: tuple[str, ...] = (
     "systemd",
@@ -525,6 +525,11 @@ def _trim(rootfs: Path) -> None:
         for path in rootfs.glob(pattern):
             if path.is_file():
                 path.unlink()
+    # apt's cache_valid_time (Ansible's apt module) judges freshness by the lists folder's
+    # mtime when there is no update stamp: dated to the epoch, the empty lists count as stale
+    # and the first install on a node refreshes them instead of finding no packages.
+    (rootfs / "var/lib/apt/periodic/update-success-stamp").unlink(missing_ok=True)
+    os.utime(rootfs / "var/lib/apt/lists", (0, 0))
     _drop_docs(rootfs)
 
 

@@ -352,9 +352,16 @@ class Storage(_Model):
     checkpoint: Checkpoint | None = None
 
     @model_validator(mode="after")
-    def _nfs_has_a_server(self) -> Storage:
+    def _client_knows_where_to_mount(self) -> Storage:
         if self.kind == "nfs" and (self.server is None or self.export is None):
             raise ValueError("nfs storage needs server and export (for example export: /srv/data)")
+        if self.kind == "lustre" and (self.server is None or self.export is None):
+            raise ValueError(
+                "lustre storage needs server (the MGS NIDs, e.g. 10.32.0.2@tcp) and export "
+                "(the file system name)"
+            )
+        if self.kind == "beegfs" and self.server is None:
+            raise ValueError("beegfs storage needs server (the management host)")
         return self
 
 

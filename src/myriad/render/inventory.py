@@ -1,0 +1,156 @@
+"""The Ansible inventory: the one contract between the spec and the roles.
+
+`build_inventory` is pure: spec + plan (+ the machines a stack made) in, groups and
+variables out. Groups: by role (`controller`, `login`, `compute`, `storage`), by pool
+(`pool_<name>`) and by island (`island_<nn>`). Cluster-wide settings go to `all`, what a
+server shape implies to its pool's group, and what differs per node (addresses, island,
+leaf switches) to host_vars. Every role variable carries its role's prefix and is
+documented in that role's `meta/argument_specs.yml`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from myriad.plan.fabric import leaf_placement
+from myriad.plan.model import Plan
+from myriad.provision.stack_outputs import StackNode
+from myriad.render.addresses import host_addresses
+from myriad.render.nodes import NodeRecord, iter_nodes
+from myriad.render.role_vars import cluster_vars, host_role_vars, pool_vars, slurm_topology
+from myriad.spec.catalog_models import Catalog
+from myriad.spec.models import Cluster
+
+ROLE_GROUPS = ("controller", "login", "compute", "storage")
+
+
+@dataclass(frozen=True, slots=True)
+class Connection:
+    """How Ansible reaches the nodes."""
+
+    kind: str = "ssh"
+    user: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Inventory:
+    cluster: str
+    groups: Mapping[str, Sequence[str]]
+    group_vars: Mapping[str, Mapping[str, Any]]
+    host_vars: Mapping[str, Mapping[str, Any]]
+
+    @property
+    def hosts(self) -> Sequence[str]:
+        return list(self.host_vars)
+
+
+def island_group(island: int) -> str:
+    return f"island_{island:02d}"
+
+
+def build_inventory(
+    spec: Cluster,
+    catalog: Catalog,
+    plan: Plan,
+    *,
+    machines: Iterable[StackNode] = (),
+    connection: Connection = Connection(),
+) -> Inventory:
+    nodes = list(iter_nodes(spec))
+    addresses = _management_addresses(spec, nodes, {m.name: m for m in machines})
+    storage = _optional_addresses(spec.network.addressing.storage, len(nodes), "storage")
+
+    groups: dict[str, list[str]] = {name: [] for name in ROLE_GROUPS}
+    for pool in spec.pools:
+        groups[f"pool_{pool.name}"] = []
+    host_vars: dict[str, dict[str, Any]] = {}
+    compute_position = 0
+    for position, node in enumerate(nodes):
+        groups[node.role].append(node.name)
+        groups[f"pool_{node.pool}"].append(node.name)
+        if node.island is not None:
+            groups.setdefault(island_group(node.island), []).append(node.name)
+        variables: dict[str, Any] = {
+            "myriad_pool": node.pool,
+            "myriad_role": node.role,
+            "myriad_address": addresses[node.name],
+        }
+        variables.update(_connection_vars(spec, node, addresses[node.name], connection))
+        if node.island is not None:
+            variables["myriad_island"] = node.island
+            variables["myriad_leaves"] = _leaves(plan, compute_position, spec, node, catalog)
+            compute_position += 1
+        variables.update(
+            host_role_vars(
+                spec,
+                catalog,
+                node,
+                address=addresses[node.name],
+                storage_address=None if storage is None else storage.with_prefix(position),
+            )
+        )
+        host_vars[node.name] = variables
+
+    group_vars: dict[str, dict[str, Any]] = {
+        "all": cluster_vars(spec, catalog, plan, nodes, addresses)
+    }
+    group_vars["all"]["slurm_topology_switches"] = slurm_topology(spec, plan, nodes)
+    for pool in spec.pools:
+        group_vars[f"pool_{pool.name}"] = pool_vars(spec, catalog, pool)
+    return Inventory(
+        cluster=spec.metadata.name,
+        groups={name: hosts for name, hosts in groups.items()},
+        group_vars=group_vars,
+        host_vars=host_vars,
+    )
+
+
+def _management_addresses(
+    spec: Cluster, nodes: Sequence[NodeRecord], machines: Mapping[str, StackNode]
+) -> dict[str, str]:
+    """Addresses the stack reported win; the rest follow the management network in order."""
+    planned = host_addresses(spec.network.addressing.management, len(nodes), what="management")
+    return {
+        node.name: machines[node.name].address if node.name in machines else planned[i]
+        for i, node in enumerate(nodes)
+    }
+
+
+def _optional_addresses(cidr: str | None, count: int, what: str) -> Any:
+    return None if cidr is None else host_addresses(cidr, count, what=what)
+
+
+def _connection_vars(
+    spec: Cluster, node: NodeRecord, address: str, connection: Connection
+) -> dict[str, Any]:
+    if spec.provider.kind == "local":
+        # Containers of the local cluster are reached through the Docker API, no SSH keys.
+        return {
+            "ansible_connection": "community.docker.docker",
+            "ansible_host": container_name(spec, node.name),
+            "ansible_python_interpreter": "/usr/bin/python3",
+        }
+    variables: dict[str, Any] = {"ansible_host": address}
+    if connection.user:
+        variables["ansible_user"] = connection.user
+    return variables
+
+
+def container_name(spec: Cluster, node: str) -> str:
+    """The local cluster's container for a node: prefixed, so two clusters never collide."""
+    return f"{spec.metadata.name}-{node}"
+
+
+def _leaves(
+    plan: Plan, compute_position: int, spec: Cluster, node: NodeRecord, catalog: Catalog
+) -> list[str]:
+    fabric = plan.fabric
+    if fabric is None:
+        return []
+    group = spec.profiles[node.profile].nics.compute
+    ports = 1 if group is None else group.count * catalog.nics[group.model].ports
+    return [
+        leaf_placement(fabric, compute_position, nic).leaf for nic in range(min(ports, fabric.rails))
+    ]

@@ -1,0 +1,284 @@
+"""Spec → role variables. Each function says which role variables a part of the spec sets.
+
+The names are the roles' interfaces (`roles/<role>/meta/argument_specs.yml`); a test
+checks that every variable rendered here is declared by its role, so a rename in a role
+fails the test suite instead of being silently ignored by Ansible.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from myriad.plan.fabric import leaf_placement
+from myriad.plan.model import Plan
+from myriad.render.hardware import ports
+from myriad.render.nodes import NodeRecord
+from myriad.spec.catalog_models import Catalog
+from myriad.spec.models import Cluster, Pool
+
+# Slurm drains a node whose RealMemory exceeds what slurmd measures; the kernel, the
+# daemons and page tables take a few percent of what the spec calls the node's memory.
+SLURM_MEMORY_SHARE = 0.95
+# Fabrics of three tiers route between islands over many equal-cost paths; more QPs per
+# connection give the switches' hashing more flows to spread (REFERENCE.md, NCCL).
+LARGE_FABRIC_QPS_PER_CONNECTION = 4
+
+
+def gpu_gres_type(model: str) -> str:
+    """`H100-SXM5-80GB` → `h100`: a substring of NVML's name, as AutoDetect=nvml needs."""
+    return model.split("-")[0].lower()
+
+
+def cluster_vars(
+    spec: Cluster,
+    catalog: Catalog,
+    plan: Plan,
+    nodes: Sequence[NodeRecord],
+    addresses: Mapping[str, str],
+) -> dict[str, Any]:
+    variables: dict[str, Any] = {
+        "myriad_cluster": spec.metadata.name,
+        "myriad_provider": spec.provider.kind,
+        "myriad_fabric": spec.network.fabric,
+        "myriad_orchestrator": spec.software.orchestrator,
+        "common_hosts": [{"name": n.name, "address": addresses[n.name]} for n in nodes],
+    }
+    variables.update(_driver_vars(spec))
+    variables.update(_rdma_vars(spec))
+    variables.update(_nccl_vars(spec, plan))
+    variables.update(_storage_vars(spec))
+    variables.update(_container_vars(spec, plan))
+    if spec.software.orchestrator == "slurm":
+        variables.update(_slurm_vars(spec, nodes, addresses))
+    else:
+        variables.update(_kubernetes_vars(spec))
+    return variables
+
+
+def _driver_vars(spec: Cluster) -> dict[str, Any]:
+    if spec.software.nvidia_driver is None:
+        return {}
+    return {
+        "nvidia_driver_branch": spec.software.nvidia_driver.split(".")[0],
+        "nvidia_driver_peermem": spec.software.gpudirect_rdma and spec.network.fabric != "ethernet",
+    }
+
+
+def _rdma_vars(spec: Cluster) -> dict[str, Any]:
+    variables: dict[str, Any] = {"rdma_provider": spec.software.ofed}
+    if spec.software.ofed == "doca":
+        variables["rdma_doca_version"] = spec.software.doca_version
+        variables["rdma_doca_repo_enabled"] = True
+    if spec.network.fabric == "infiniband":
+        ib = spec.network.ib
+        variables.update(
+            {
+                "rdma_ipoib_enabled": ib.ipoib,
+                "infiniband_sm_priority": ib.sm_priority,
+                "infiniband_routing_engine": ib.routing_engine,
+                "infiniband_partitions": [
+                    {"name": "default" if pkey.lower() == "0x7fff" else f"pkey_{pkey[2:]}",
+                     "pkey": pkey}
+                    for pkey in ib.partition_keys
+                ],
+            }
+        )
+    if spec.network.fabric == "roce":
+        qos = spec.network.roce_qos
+        variables.update(
+            {
+                "roce_dscp": qos.dscp,
+                "roce_priority": qos.pfc_priority,
+                "roce_cnp_dscp": qos.cnp_dscp,
+                "roce_cnp_priority": qos.cnp_priority,
+                "roce_ecn_enabled": qos.ecn,
+                "roce_mtu": qos.mtu,
+            }
+        )
+    return variables
+
+
+def _nccl_vars(spec: Cluster, plan: Plan) -> dict[str, Any]:
+    fabric = spec.network.fabric
+    variables: dict[str, Any] = {
+        "nccl_fabric": fabric,
+        "nccl_rail_optimized": spec.network.topology.kind == "rail-optimized",
+        "nccl_conf_overrides": dict(spec.software.nccl),
+    }
+    if fabric == "roce":
+        variables["nccl_roce_gid_index"] = spec.network.roce_qos.gid_index
+        variables["nccl_roce_dscp"] = spec.network.roce_qos.dscp
+    if fabric == "infiniband":
+        variables["nccl_ib_sl"] = spec.network.ib.service_level
+    if plan.fabric is not None and plan.fabric.tiers >= 3:
+        variables["nccl_ib_qps_per_connection"] = LARGE_FABRIC_QPS_PER_CONNECTION
+    return variables
+
+
+def _storage_vars(spec: Cluster) -> dict[str, Any]:
+    storage = spec.storage
+    if storage.kind == "none":
+        return {"storage_net_mount_kind": "none"}
+    variables: dict[str, Any] = {
+        "storage_net_mount_kind": storage.kind,
+        "storage_net_mount_path": storage.mount,
+    }
+    if storage.kind == "nfs":
+        variables["storage_net_nfs_server"] = storage.server
+        variables["storage_net_nfs_export"] = storage.export
+    elif storage.kind == "lustre":
+        variables["storage_net_lustre_mgs_nids"] = storage.server
+        variables["storage_net_lustre_fsname"] = storage.export
+    elif storage.kind == "beegfs":
+        variables["storage_net_beegfs_mgmtd_host"] = storage.server
+    if storage.options:
+        variables["storage_net_mount_options_extra"] = list(storage.options)
+    return variables
+
+
+def _container_vars(spec: Cluster, plan: Plan) -> dict[str, Any]:
+    # Enroot + Pyxis let Slurm jobs run GPU containers (srun --container-image); the SPANK
+    # plugin must be configured alike on every node that runs srun or slurmd.
+    gpu_slurm = spec.software.orchestrator == "slurm" and plan.gpus > 0
+    return {
+        "container_runtime_engine": spec.software.container_runtime,
+        "container_runtime_enroot_enabled": gpu_slurm,
+        "container_runtime_pyxis_enabled": gpu_slurm,
+    }
+
+
+def _slurm_vars(
+    spec: Cluster, nodes: Sequence[NodeRecord], addresses: Mapping[str, str]
+) -> dict[str, Any]:
+    controllers = [n for n in nodes if n.role == "controller"]
+    node_sets = []
+    partitions = []
+    for pool in spec.pools_with_role("compute"):
+        profile = spec.profiles[pool.profile]
+        names = pool.hostnames()
+        entry: dict[str, Any] = {
+            "names": names,
+            "sockets": profile.cpu.sockets,
+            "cores_per_socket": profile.cpu.cores_per_socket,
+            "threads_per_core": profile.cpu.threads_per_core,
+            "real_memory": int(profile.memory_gib * 1024 * SLURM_MEMORY_SHARE),
+        }
+        if profile.gpu is not None:
+            entry["gres"] = [
+                {"name": "gpu", "type": gpu_gres_type(profile.gpu.model), "count": profile.gpu.count}
+            ]
+        node_sets.append(entry)
+        partitions.append({"name": pool.name, "nodes": names, "default": not partitions})
+    variables: dict[str, Any] = {
+        "slurm_cluster_name": spec.metadata.name,
+        "slurm_controllers": [{"name": n.name, "address": addresses[n.name]} for n in controllers],
+        "slurm_nodes": node_sets,
+        "slurm_partitions": partitions,
+        "slurm_accounting_enabled": spec.software.slurm.accounting,
+    }
+    if spec.software.slurm.accounting and controllers:
+        variables["slurm_dbd_host"] = controllers[0].name
+    return variables
+
+
+def _kubernetes_vars(spec: Cluster) -> dict[str, Any]:
+    k8s = spec.software.k8s
+    return {
+        "kubernetes_cluster_name": spec.metadata.name,
+        "kubernetes_version": k8s.version,
+        "kubernetes_pod_subnet": k8s.pod_cidr,
+        "kubernetes_service_subnet": k8s.service_cidr,
+        "kubernetes_cni": k8s.cni,
+        "kubernetes_gpu_operator": k8s.gpu_operator,
+    }
+
+
+def pool_vars(spec: Cluster, catalog: Catalog, pool: Pool) -> dict[str, Any]:
+    """What the pool's server shape implies: GPUs, HCAs in rail order, the storage bond."""
+    profile = spec.profiles[pool.profile]
+    fabric = spec.network.fabric
+    variables: dict[str, Any] = {"myriad_profile": pool.profile}
+    gpus = 0 if profile.gpu is None else profile.gpu.count
+    variables["container_runtime_nvidia_enabled"] = gpus > 0
+    if profile.gpu is not None:
+        variables["myriad_gpu"] = {"model": profile.gpu.model, "count": gpus}
+        variables["nvidia_driver_fabricmanager"] = profile.nvswitch > 0
+    compute = ports(profile, catalog, "compute", fabric)
+    if compute and fabric != "ethernet":
+        variables["nccl_hcas"] = [
+            {"name": p.device, "port": 1, "rail": p.index, "netdev": p.interface} for p in compute
+        ]
+        if profile.pcie.switches:
+            # GPU and NIC share a PCIe switch: GPUDirect RDMA without crossing the CPU.
+            variables["nccl_net_gdr_level"] = "PXB"
+    if compute and fabric == "roce":
+        variables["roce_nics"] = [{"netdev": p.interface, "device": p.device} for p in compute]
+    storage = ports(profile, catalog, "storage", fabric)
+    group = profile.nics.storage
+    if storage and group is not None and group.bond is not None:
+        variables["storage_net_bond_interfaces"] = [p.interface for p in storage]
+        variables["storage_net_bond_mode"] = group.bond
+    if spec.software.orchestrator == "kubernetes":
+        variables["kubernetes_node_gpu_count"] = gpus
+        if profile.gpu is not None:
+            variables["kubernetes_node_gpu_product"] = profile.gpu.model
+        variables["kubernetes_node_hcas"] = [p.device for p in compute]
+    return variables
+
+
+def host_role_vars(
+    spec: Cluster,
+    catalog: Catalog,
+    node: NodeRecord,
+    *,
+    address: str,
+    storage_address: str | None,
+) -> dict[str, Any]:
+    variables: dict[str, Any] = {}
+    if storage_address is not None and spec.profiles[node.profile].nics.storage is not None:
+        variables["storage_net_address"] = storage_address
+    if spec.network.fabric == "infiniband" and node.name in spec.network.ib.sm_nodes:
+        variables["infiniband_opensm_enabled"] = True
+    if spec.software.orchestrator == "kubernetes":
+        variables["kubernetes_node_ip"] = address
+        if node.island is not None:
+            variables["kubernetes_node_island"] = str(node.island)
+    return variables
+
+
+def slurm_topology(spec: Cluster, plan: Plan, nodes: Sequence[NodeRecord]) -> list[dict[str, Any]]:
+    """A strict tree for topology/tree: scalable units under islands under one root.
+
+    In a rail-optimized fabric a node hangs under one leaf per rail, which topology.conf
+    cannot express; the nodes that share the same leaves (a scalable unit) are one hop
+    apart on every rail, so they form the tree's lowest level. Slurm then packs a job into
+    one unit, then one island, before spreading across islands.
+    """
+    if spec.software.orchestrator != "slurm" or plan.fabric is None:
+        return []
+    units: dict[int, dict[str, list[str]]] = defaultdict(dict)
+    position = 0
+    for node in nodes:
+        if node.island is None:
+            continue
+        leaf = leaf_placement(plan.fabric, position, 0).leaf
+        units[node.island].setdefault(leaf, []).append(node.name)
+        position += 1
+    switches: list[dict[str, Any]] = []
+    island_names = []
+    for island, by_leaf in sorted(units.items()):
+        unit_names = []
+        for number, members in enumerate(by_leaf.values(), start=1):
+            name = f"is{island:02d}-su{number:02d}"
+            switches.append({"name": name, "nodes": members})
+            unit_names.append(name)
+        if len(unit_names) == 1 and len(units) == 1:
+            return switches
+        island_name = f"is{island:02d}"
+        switches.append({"name": island_name, "switches": unit_names})
+        island_names.append(island_name)
+    if len(island_names) > 1:
+        switches.append({"name": "core", "switches": island_names})
+    return switches
