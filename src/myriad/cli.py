@@ -40,7 +40,7 @@ def _cmd_plan(args: argparse.Namespace, out: Console, err: Console) -> int:
 
 
 def _cmd_render(args: argparse.Namespace, out: Console, err: Console) -> int:
-    from myriad.render.pipeline import render_spec  # noqa: PLC0415
+    from myriad.render.pipeline import render_spec
 
     machines_file: Path | None = args.stack_outputs
     result = render_spec(

@@ -8,6 +8,7 @@ from myriad.plan.bandwidth import node_bandwidth, pcie_slot_gbs, plan_bandwidth
 from myriad.plan.model import NodeBandwidth
 from myriad.spec import LoadedSpec
 from myriad.spec.models import Profile
+
 from spec_builder import cluster, gpu_profile, load_fixture
 
 

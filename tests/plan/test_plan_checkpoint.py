@@ -10,6 +10,7 @@ import pytest
 from myriad.plan.checkpoint import plan_checkpoint
 from myriad.plan.model import Checkpoint
 from myriad.spec import LoadedSpec
+
 from spec_builder import cluster, gpu_profile, load_fixture
 
 NFS = {"kind": "nfs", "server": "nas01", "export": "/srv/data"}

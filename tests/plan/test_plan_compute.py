@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from myriad.plan.compute import plan_compute
+
 from spec_builder import cluster, gpu_profile, load_example
 
 

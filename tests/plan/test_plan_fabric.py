@@ -20,6 +20,7 @@ from myriad.plan import (
 from myriad.plan.model import Fabric, Island, LeafPlacement
 from myriad.spec import LoadedSpec
 from myriad.spec.problems import MyriadError
+
 from spec_builder import cluster, gpu_profile, load_example, load_fixture
 
 

@@ -26,6 +26,7 @@ from myriad.plan import (
 from myriad.plan.fabric import three_tier_endpoints, two_tier_endpoints
 from myriad.plan.model import Fabric
 from myriad.spec import LoadedSpec
+
 from spec_builder import cluster, gpu_profile, made_up_nic, made_up_switch
 
 MAX_NODES = 150

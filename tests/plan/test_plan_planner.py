@@ -11,6 +11,7 @@ import pytest
 
 from myriad.plan import iter_placements, make_plan
 from myriad.plan.model import Plan, PoolSummary
+
 from spec_builder import load_example, load_fixture
 
 

@@ -7,6 +7,7 @@ import pytest
 from myriad.plan import make_plan
 from myriad.plan.power import estimated_server_kw, server_kw, server_rack_units
 from myriad.spec.models import Profile
+
 from spec_builder import cluster, gpu_profile, load_fixture
 
 DGX_H100 = gpu_profile(server="DGX-H100")

@@ -7,13 +7,14 @@ from pathlib import Path
 
 import pytest
 import yaml
-from spec_builder import load_example
 
 from myriad.cli import main
 from myriad.planning import plan_loaded
 from myriad.provision.stack_outputs import StackNode
 from myriad.render import writer
 from myriad.render.inventory import Inventory, build_inventory
+
+from spec_builder import load_example
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -56,7 +57,10 @@ def test_rail_order_hcas_roce_nics_and_storage_bond_for_the_a800_cluster() -> No
     inventory = inventory_of("roce-10k")
     pool = inventory.group_vars["pool_gpu"]
     assert [(h["name"], h["rail"]) for h in pool["nccl_hcas"]] == [
-        ("mlx5_0", 0), ("mlx5_1", 1), ("mlx5_2", 2), ("mlx5_3", 3)
+        ("mlx5_0", 0),
+        ("mlx5_1", 1),
+        ("mlx5_2", 2),
+        ("mlx5_3", 3),
     ]
     assert pool["roce_nics"][0] == {"netdev": "rail0", "device": "mlx5_0"}
     # One dual-port ConnectX-6 Lx, bonded: two ports, named after the compute NICs' devices.
@@ -90,14 +94,16 @@ def test_slurm_topology_is_a_strict_tree_of_units_islands_and_core() -> None:
 
 def test_subnet_managers_only_where_the_spec_names_them() -> None:
     hosts = inventory_of("starter-64").host_vars
-    assert [h for h, v in hosts.items() if v.get("infiniband_opensm_enabled")] == [
-        "gpu01", "gpu02"
-    ]
+    assert [h for h, v in hosts.items() if v.get("infiniband_opensm_enabled")] == ["gpu01", "gpu02"]
 
 
 def test_addresses_from_the_stack_win(tmp_path: Path) -> None:
     machine = StackNode(
-        name="node02", address="192.0.2.50", pool="node", role="compute", island=0,
+        name="node02",
+        address="192.0.2.50",
+        pool="node",
+        role="compute",
+        island=0,
         provider="local",
     )
     inventory = inventory_of("local", machines=[machine])
@@ -107,16 +113,26 @@ def test_addresses_from_the_stack_win(tmp_path: Path) -> None:
 
 def test_render_writes_an_inventory_ansible_can_read(tmp_path: Path) -> None:
     out = tmp_path / "inv"
-    assert main(["render", str(ROOT / "inventories/starter-64/cluster.yaml"), "--out", str(out)]) == 0
+    assert (
+        main(["render", str(ROOT / "inventories/starter-64/cluster.yaml"), "--out", str(out)]) == 0
+    )
     hosts = yaml.safe_load((out / "hosts.yml").read_text())
     assert set(hosts["all"]["children"]["compute"]["hosts"]) == {f"gpu0{i}" for i in range(1, 9)}
     host = json.loads((out / "host_vars" / "gpu01.json").read_text())
     assert host["ansible_host"] == "10.10.0.13"
     assert (out / "group_vars" / "pool_gpu.yml").is_file()
     listed = __import__("subprocess").run(
-        [str(Path(__import__("sys").executable).parent / "ansible-inventory"), "-i",
-         str(out / "hosts.yml"), "--host", "gpu01"],
-        capture_output=True, text=True, timeout=120, check=True,
+        [
+            str(Path(__import__("sys").executable).parent / "ansible-inventory"),
+            "-i",
+            str(out / "hosts.yml"),
+            "--host",
+            "gpu01",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
     )
     resolved = json.loads(listed.stdout)
     assert resolved["nccl_hcas"][7]["name"] == "mlx5_7"
@@ -144,7 +160,9 @@ def test_a_failed_write_leaves_the_old_inventory_whole(
 def test_a_spec_with_lint_errors_is_not_rendered(tmp_path: Path) -> None:
     spec = tmp_path / "hot.yaml"
     spec.write_text(
-        (ROOT / "inventories/starter-64/cluster.yaml").read_text().replace("rack_kw: 25", "rack_kw: 8")
+        (ROOT / "inventories/starter-64/cluster.yaml")
+        .read_text()
+        .replace("rack_kw: 25", "rack_kw: 8")
     )
     assert main(["render", str(spec), "--out", str(tmp_path / "inv")]) == 1
     assert not (tmp_path / "inv").exists()

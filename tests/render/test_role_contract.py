@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 import yaml
-from spec_builder import load_example
 
 from myriad.planning import plan_loaded
 from myriad.render.inventory import build_inventory
+
+from spec_builder import load_example
 
 ROOT = Path(__file__).resolve().parents[2]
 ROLES = sorted(p.name for p in (ROOT / "roles").iterdir() if (p / "meta").is_dir())

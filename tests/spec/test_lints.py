@@ -10,6 +10,7 @@ import yaml
 from myriad.planning import plan_loaded
 from myriad.spec import LoadedSpec, load_spec_text
 from myriad.spec.lints import Finding
+
 from spec_builder import cluster, gpu_profile, load_example
 
 

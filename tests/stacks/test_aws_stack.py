@@ -14,13 +14,13 @@ import pulumi
 import pytest
 import yaml
 from stack_harness import ADMIN_KEY, REPO, Built, run_program, spec_with, stack_config, walk
-from stacks.interface import StackError
-from stacks.program import build
-from stacks.settings import read_settings
 
 from myriad.provision.stack_outputs import match_spec, parse_nodes
 from myriad.render.nodes import iter_nodes
 from myriad.spec.models import Cluster
+from stacks.interface import StackError
+from stacks.program import build
+from stacks.settings import read_settings
 
 AWS_DEV = REPO / "inventories/aws-dev/cluster.yaml"
 UNTAGGABLE = ("aws:ec2/routeTableAssociation:RouteTableAssociation", "pulumi:providers:aws")

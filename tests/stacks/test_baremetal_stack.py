@@ -25,14 +25,14 @@ from stack_harness import (
     stack_config,
     walk,
 )
-from stacks.interface import StackError
-from stacks.program import build
-from stacks.pxe import bundle_digest, render_pxe
-from stacks.settings import StackFileConfig, pxe_settings, read_settings
 
 from myriad.provision.stack_outputs import match_spec, parse_nodes
 from myriad.render.nodes import iter_nodes
 from myriad.spec.models import Cluster
+from stacks.interface import StackError
+from stacks.program import build
+from stacks.pxe import bundle_digest, render_pxe
+from stacks.settings import StackFileConfig, pxe_settings, read_settings
 
 STARTER = REPO / "inventories/starter-64/cluster.yaml"
 ROCE = REPO / "inventories/roce-10k/cluster.yaml"

@@ -152,5 +152,6 @@ def _leaves(
     group = spec.profiles[node.profile].nics.compute
     ports = 1 if group is None else group.count * catalog.nics[group.model].ports
     return [
-        leaf_placement(fabric, compute_position, nic).leaf for nic in range(min(ports, fabric.rails))
+        leaf_placement(fabric, compute_position, nic).leaf
+        for nic in range(min(ports, fabric.rails))
     ]

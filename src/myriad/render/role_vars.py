@@ -58,12 +58,18 @@ def cluster_vars(
 
 
 def _driver_vars(spec: Cluster) -> dict[str, Any]:
-    if spec.software.nvidia_driver is None:
+    driver = spec.software.nvidia_driver
+    if driver is None:
         return {}
-    return {
-        "nvidia_driver_branch": spec.software.nvidia_driver.split(".")[0],
-        "nvidia_driver_peermem": spec.software.gpudirect_rdma and spec.network.fabric != "ethernet",
+    variables: dict[str, Any] = {
+        "nvidia_driver_branch": driver.split(".")[0],
+        "nvidia_driver_gpudirect_rdma": (
+            spec.software.gpudirect_rdma and spec.network.fabric != "ethernet"
+        ),
     }
+    if "." in driver:
+        variables["nvidia_driver_version"] = driver
+    return variables
 
 
 def _rdma_vars(spec: Cluster) -> dict[str, Any]:
@@ -79,8 +85,10 @@ def _rdma_vars(spec: Cluster) -> dict[str, Any]:
                 "infiniband_sm_priority": ib.sm_priority,
                 "infiniband_routing_engine": ib.routing_engine,
                 "infiniband_partitions": [
-                    {"name": "default" if pkey.lower() == "0x7fff" else f"pkey_{pkey[2:]}",
-                     "pkey": pkey}
+                    {
+                        "name": "default" if pkey.lower() == "0x7fff" else f"pkey_{pkey[2:]}",
+                        "pkey": pkey,
+                    }
                     for pkey in ib.partition_keys
                 ],
             }
@@ -167,7 +175,11 @@ def _slurm_vars(
         }
         if profile.gpu is not None:
             entry["gres"] = [
-                {"name": "gpu", "type": gpu_gres_type(profile.gpu.model), "count": profile.gpu.count}
+                {
+                    "name": "gpu",
+                    "type": gpu_gres_type(profile.gpu.model),
+                    "count": profile.gpu.count,
+                }
             ]
         node_sets.append(entry)
         partitions.append({"name": pool.name, "nodes": names, "default": not partitions})

@@ -28,6 +28,7 @@ class _Dumper(_Base):  # type: ignore[misc, valid-type]
     def ignore_aliases(self, data: Any) -> bool:
         return True
 
+
 HEADER = "# Written by `myriad render` from the cluster spec; edits are overwritten.\n"
 
 

@@ -1,0 +1,1 @@
+"""Bringing nodes up: playbooks through ansible-runner, progress, recaps, retries."""

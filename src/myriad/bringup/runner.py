@@ -1,0 +1,204 @@
+"""Running a playbook through ansible-runner, with settings fit for many nodes.
+
+Every run gets its own folder (mode 0700) under the state directory: ansible-runner's
+artifacts (the full event log, stdout) and the fact cache stay there for later reading.
+The result says, per host, what happened, and for every failed or unreachable host the
+task that failed and its message.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from myriad.spec.problems import MyriadError
+
+log = logging.getLogger(__name__)
+
+PROJECT_ROOT = Path(__file__).resolve().parents[3]
+ROLES_PATH = PROJECT_ROOT / "roles"
+PLAYBOOKS = PROJECT_ROOT / "playbooks"
+# Ansible's default of 5 forks makes a 1,000-node run 200 sequential waves; more forks than
+# this costs the controller memory (one Python process each) without making nodes faster.
+MAX_FORKS = 100
+
+Status = Literal["successful", "failed", "timeout", "canceled"]
+EventHandler = Callable[[Mapping[str, Any]], None]
+
+
+class RunnerError(MyriadError):
+    exit_code = 1
+
+
+@dataclass(frozen=True, slots=True)
+class HostFailure:
+    host: str
+    task: str
+    message: str
+    unreachable: bool
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    status: Status
+    rc: int
+    run_dir: Path
+    stats: Mapping[str, Mapping[str, int]]
+    failures: tuple[HostFailure, ...]
+    changed_hosts: tuple[str, ...]
+    seconds: float
+    events: tuple[Mapping[str, Any], ...] = field(default=(), repr=False)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "successful" and not self.failures
+
+    def failed_hosts(self) -> list[str]:
+        return sorted({f.host for f in self.failures})
+
+
+def forks_for(hosts: int) -> int:
+    return max(5, min(hosts, MAX_FORKS))
+
+
+def new_run_dir(state_dir: Path, verb: str) -> Path:
+    runs = state_dir / "runs"
+    runs.mkdir(parents=True, exist_ok=True)
+    os.chmod(state_dir, 0o700)
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+    run_dir = runs / f"{stamp}-{verb}"
+    suffix = 1
+    while run_dir.exists():
+        suffix += 1
+        run_dir = runs / f"{stamp}-{verb}-{suffix}"
+    run_dir.mkdir(mode=0o700)
+    return run_dir
+
+
+def _envvars(run_dir: Path, tuned: bool) -> dict[str, str]:
+    venv_bin = str(Path(sys.executable).parent)
+    env = {
+        "PATH": f"{venv_bin}{os.pathsep}{os.environ.get('PATH', '')}",
+        "ANSIBLE_ROLES_PATH": str(ROLES_PATH),
+        "ANSIBLE_NOCOLOR": "1",
+        "ANSIBLE_RETRY_FILES_ENABLED": "false",
+        "ANSIBLE_HOST_KEY_CHECKING": "true",
+        "ANSIBLE_CALLBACKS_ENABLED": "ansible.posix.profile_tasks",
+    }
+    if tuned:
+        env.update(
+            {
+                # One SSH (or docker exec) round trip per task instead of several.
+                "ANSIBLE_PIPELINING": "true",
+                # Facts gathered once per run folder, not once per play.
+                "ANSIBLE_GATHERING": "smart",
+                "ANSIBLE_CACHE_PLUGIN": "ansible.builtin.jsonfile",
+                "ANSIBLE_CACHE_PLUGIN_CONNECTION": str(run_dir / "facts"),
+                "ANSIBLE_CACHE_PLUGIN_TIMEOUT": "7200",
+            }
+        )
+    return env
+
+
+def run_playbook(
+    playbook: Path,
+    inventory: Path,
+    run_dir: Path,
+    *,
+    hosts: int,
+    limit: Sequence[str] | None = None,
+    tags: Sequence[str] | None = None,
+    extravars: Mapping[str, Any] | None = None,
+    on_event: EventHandler | None = None,
+    timeout_s: int = 3600,
+    tuned: bool = True,
+    keep_events: bool = False,
+) -> RunResult:
+    """Run `playbook` against `inventory`; never raises for failed hosts, only for setup."""
+    import ansible_runner  # heavy: imported only when a playbook runs
+
+    failures: list[HostFailure] = []
+    changed: set[str] = set()
+    kept: list[Mapping[str, Any]] = []
+
+    def handle(event: Mapping[str, Any]) -> bool:
+        _collect(event, failures, changed)
+        if keep_events:
+            kept.append(event)
+        if on_event is not None:
+            on_event(event)
+        return True
+
+    start = time.monotonic()
+    try:
+        runner = ansible_runner.run(
+            private_data_dir=str(run_dir),
+            playbook=str(playbook),
+            inventory=str(inventory),
+            limit=",".join(limit) if limit else None,
+            tags=",".join(tags) if tags else None,
+            extravars=dict(extravars or {}),
+            forks=forks_for(hosts) if tuned else 5,
+            envvars=_envvars(run_dir, tuned),
+            settings={"job_timeout": timeout_s, "suppress_ansible_output": True},
+            event_handler=handle,
+            quiet=True,
+        )
+    except Exception as exc:  # ansible-runner raises plain exceptions for setup problems
+        raise RunnerError(f"ansible-runner could not start {playbook.name}: {exc}") from exc
+    seconds = time.monotonic() - start
+    stats = _stats(runner.stats or {})
+    for host in stats.get("failures", {}):
+        if not any(f.host == host for f in failures):
+            failures.append(HostFailure(host, "(unknown task)", "failed", unreachable=False))
+    log.debug("%s finished %s in %.1fs", playbook.name, runner.status, seconds)
+    return RunResult(
+        status=runner.status,
+        rc=runner.rc,
+        run_dir=run_dir,
+        stats=_per_host(stats),
+        failures=tuple(failures),
+        changed_hosts=tuple(sorted(changed)),
+        seconds=seconds,
+        events=tuple(kept),
+    )
+
+
+def _collect(event: Mapping[str, Any], failures: list[HostFailure], changed: set[str]) -> None:
+    kind = event.get("event")
+    data = event.get("event_data") or {}
+    host = data.get("host")
+    if kind in ("runner_on_failed", "runner_on_unreachable") and host:
+        if kind == "runner_on_failed" and data.get("ignore_errors"):
+            return
+        result = data.get("res") or {}
+        message = str(result.get("msg") or result.get("stderr") or result.get("reason") or "")
+        failures.append(
+            HostFailure(
+                host=host,
+                task=str(data.get("task") or "?"),
+                message=message.strip().splitlines()[0] if message.strip() else kind,
+                unreachable=kind == "runner_on_unreachable",
+            )
+        )
+    elif kind == "runner_on_ok" and host and (data.get("res") or {}).get("changed"):
+        changed.add(host)
+
+
+def _stats(raw: Mapping[str, Any]) -> dict[str, dict[str, int]]:
+    return {key: dict(value) for key, value in raw.items() if isinstance(value, Mapping)}
+
+
+def _per_host(stats: Mapping[str, Mapping[str, int]]) -> dict[str, dict[str, int]]:
+    """ansible's {stat: {host: n}} turned into {host: {stat: n}} for a recap table."""
+    hosts: dict[str, dict[str, int]] = {}
+    for stat, counts in stats.items():
+        for host, count in counts.items():
+            hosts.setdefault(host, {})[stat] = count
+    return hosts
