@@ -11,12 +11,16 @@ import json
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 
 from myriad import __version__
 from myriad.fsutil import atomic_write_text
 from myriad.spec.problems import MyriadError, SpecError
+
+if TYPE_CHECKING:
+    from myriad.bringup.verbs import Validator
 
 EXIT_OK, EXIT_PROBLEM, EXIT_INVALID = 0, 1, 2
 
@@ -55,6 +59,54 @@ def _cmd_render(args: argparse.Namespace, out: Console, err: Console) -> int:
         f"written to {result.path}"
     )
     return EXIT_OK
+
+
+def _cmd_up(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from myriad.bringup import verbs
+
+    return verbs.up(
+        args.spec,
+        out,
+        validate=None if args.no_validate else _validator(),
+        retry_failed=args.retry_failed,
+        tuned=not args.ansible_defaults,
+    )
+
+
+def _validator() -> Validator:
+    from myriad.validate.service import validate_after_bringup
+
+    return validate_after_bringup
+
+
+def _cmd_bringup(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from myriad.bringup import verbs
+
+    return verbs.bringup(
+        args.spec,
+        out,
+        stack=args.stack,
+        stack_outputs=args.stack_outputs,
+        limit=_split(args.limit),
+        tags=_split(args.tags),
+        retry_failed=args.retry_failed,
+    )
+
+
+def _cmd_down(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from myriad.bringup import verbs
+
+    return verbs.down(args.spec, out, yes=args.yes)
+
+
+def _cmd_status(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from myriad.bringup import verbs
+
+    return verbs.status(args.spec, out)
+
+
+def _split(value: str | None) -> list[str] | None:
+    return [part for part in value.split(",") if part] if value else None
 
 
 def _cmd_schema(args: argparse.Namespace, out: Console, err: Console) -> int:
@@ -102,6 +154,38 @@ def build_parser() -> argparse.ArgumentParser:
     )
     render.add_argument("--ssh-user", metavar="USER", help="ansible_user for every host")
     render.set_defaults(handler=_cmd_render)
+
+    up = commands.add_parser(
+        "up", help="the local cluster: containers as nodes, bring-up, validation"
+    )
+    up.add_argument("spec", type=Path, help="a cluster.yaml whose provider is local")
+    up.add_argument("--retry-failed", action="store_true", help="re-run only the failed nodes")
+    up.add_argument("--no-validate", action="store_true", help="stop after the bring-up")
+    up.add_argument(
+        "--ansible-defaults",
+        action="store_true",
+        help="run Ansible with its defaults (5 forks, no pipelining, no fact cache) to compare",
+    )
+    up.set_defaults(handler=_cmd_up)
+
+    bringup = commands.add_parser("bringup", help="run the site playbook on any environment")
+    bringup.add_argument("spec", type=Path, help="the cluster.yaml")
+    source = bringup.add_mutually_exclusive_group()
+    source.add_argument("--stack", metavar="ENV", help="node addresses from this Pulumi stack")
+    source.add_argument("--stack-outputs", type=Path, metavar="FILE", help="...or from a file")
+    bringup.add_argument("--limit", metavar="HOSTS", help="comma-separated hosts or groups")
+    bringup.add_argument("--tags", metavar="TAGS", help="comma-separated role tags")
+    bringup.add_argument("--retry-failed", action="store_true", help="only the last failures")
+    bringup.set_defaults(handler=_cmd_bringup)
+
+    down = commands.add_parser("down", help="remove the local cluster's containers and network")
+    down.add_argument("spec", type=Path, help="a cluster.yaml whose provider is local")
+    down.add_argument("--yes", action="store_true", help="do not ask for the cluster name")
+    down.set_defaults(handler=_cmd_down)
+
+    status = commands.add_parser("status", help="nodes, their state and the last run's result")
+    status.add_argument("spec", type=Path, help="the cluster.yaml")
+    status.set_defaults(handler=_cmd_status)
 
     schema = commands.add_parser("schema", help="print the JSON Schema of cluster.yaml")
     schema.set_defaults(handler=_cmd_schema)

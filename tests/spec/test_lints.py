@@ -169,3 +169,10 @@ def test_every_example_plans_without_errors() -> None:
     for name in ("local", "starter-64", "roce-10k", "h100-100k"):
         result = plan_loaded(load_example(name))
         assert not result.has_errors, (name, result.findings)
+
+
+def test_roce_without_a_doca_repository_cannot_get_mlnx_qos() -> None:
+    loaded = cluster(fabric="roce", topology={"kind": "rail-optimized", "switch": "SN5600-400G"})
+    [finding] = findings(loaded, "roce-tools")
+    assert finding.severity == "error"
+    assert findings(load_example("roce-10k"), "roce-tools") == []

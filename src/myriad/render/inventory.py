@@ -62,6 +62,8 @@ def build_inventory(
     addresses = _management_addresses(spec, nodes, {m.name: m for m in machines})
     storage = _optional_addresses(spec.network.addressing.storage, len(nodes), "storage")
 
+    pool_vars_by_name = {pool.name: pool_vars(spec, catalog, pool) for pool in spec.pools}
+    pool_hcas = {name: values.get("nccl_hcas", []) for name, values in pool_vars_by_name.items()}
     groups: dict[str, list[str]] = {name: [] for name in ROLE_GROUPS}
     for pool in spec.pools:
         groups[f"pool_{pool.name}"] = []
@@ -82,6 +84,13 @@ def build_inventory(
             variables["myriad_island"] = node.island
             variables["myriad_leaves"] = _leaves(plan, compute_position, spec, node, catalog)
             compute_position += 1
+            if spec.software.orchestrator == "kubernetes":
+                variables["kubernetes_node_hcas"] = [
+                    {"name": hca["name"], "rail": hca["rail"], "leaf": leaf}
+                    for hca, leaf in zip(
+                        pool_hcas[node.pool], variables["myriad_leaves"], strict=False
+                    )
+                ]
         variables.update(
             host_role_vars(
                 spec,
@@ -97,8 +106,8 @@ def build_inventory(
         "all": cluster_vars(spec, catalog, plan, nodes, addresses)
     }
     group_vars["all"]["slurm_topology_switches"] = slurm_topology(spec, plan, nodes)
-    for pool in spec.pools:
-        group_vars[f"pool_{pool.name}"] = pool_vars(spec, catalog, pool)
+    for name, values in pool_vars_by_name.items():
+        group_vars[f"pool_{name}"] = values
     return Inventory(
         cluster=spec.metadata.name,
         groups={name: hosts for name, hosts in groups.items()},

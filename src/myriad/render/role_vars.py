@@ -54,7 +54,36 @@ def cluster_vars(
         variables.update(_slurm_vars(spec, nodes, addresses))
     else:
         variables.update(_kubernetes_vars(spec))
+    if spec.provider.kind == "local":
+        variables.update(CONTAINER_NODE_VARS)
     return variables
+
+
+# The local provider's nodes are containers on the operator's machine: the kernel, the clock
+# and /proc/sys belong to the host, and only the Debian mirror is reachable. Every role keeps
+# its full behaviour for real nodes; these switches are the roles' own documented ways to
+# skip what a container cannot do (see each role's README), so the same roles and the same
+# validation still run everywhere else.
+CONTAINER_NODE_VARS: dict[str, Any] = {
+    "common_sysctl_apply": False,
+    "common_kernel_modules_load": False,
+    "common_time_sync_control_clock": False,
+    "common_time_pools": [],
+    "nvidia_driver_manage_kernel_module": False,
+    "rdma_kernel_modules_load": False,
+    "roce_apply": False,
+    "infiniband_opensm_start": False,
+    "storage_net_apply": False,
+    "container_runtime_package_source": "distribution",
+    "container_runtime_nvidia_toolkit_install": False,
+    "container_runtime_enroot_install": False,
+    "container_runtime_pyxis_install": False,
+    "kubernetes_sysctl_apply": False,
+    "kubernetes_kernel_modules_load": False,
+    "kubernetes_apt_repository_enabled": False,
+    "kubernetes_packages_install": False,
+    "kubernetes_cluster_bootstrap": False,
+}
 
 
 def _driver_vars(spec: Cluster) -> dict[str, Any]:
@@ -236,7 +265,6 @@ def pool_vars(spec: Cluster, catalog: Catalog, pool: Pool) -> dict[str, Any]:
         variables["kubernetes_node_gpu_count"] = gpus
         if profile.gpu is not None:
             variables["kubernetes_node_gpu_product"] = profile.gpu.model
-        variables["kubernetes_node_hcas"] = [p.device for p in compute]
     return variables
 
 

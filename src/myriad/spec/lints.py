@@ -499,6 +499,16 @@ def software_fit(loaded: LoadedSpec, plan: Plan) -> Iterator[Finding]:
                 path=("network", "infiniband"),
                 numbers={"sm_nodes": len(ib.sm_nodes)},
             )
+    if spec.network.fabric == "roce" and spec.software.doca_version is None:
+        yield Finding(
+            id="roce-tools",
+            severity="error",
+            message="a RoCE fabric needs mlnx_qos (DOCA's mlnx-tools) on every node to set "
+            "trust, PFC and DSCP mapping, and no distribution ships it",
+            suggestion='set software.doca_version (for example "2.9.1") so the DOCA repository '
+            "is configured, also with ofed: inbox",
+            path=("software",),
+        )
     for name, profile in spec.profiles.items():
         if profile.server is None or profile.gpu is None:
             continue

@@ -1,0 +1,142 @@
+"""The verbs a user runs: up, bringup, down, status — each a sequence of named phases.
+
+State lives in `.myriad/<cluster>/` (or $MYRIAD_STATE_DIR/<cluster>): the rendered
+inventory, one folder per run with Ansible's full event log, and `status.json` with the
+last run's outcome, which `myriad status` shows and `--retry-failed` reads.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from myriad.bringup.runner import PLAYBOOKS, RunResult, new_run_dir, run_playbook
+from myriad.fsutil import atomic_write_text
+from myriad.planning import PlanResult, plan_spec
+from myriad.render.inventory import Inventory, build_inventory
+from myriad.render.writer import write_inventory
+from myriad.spec.problems import MyriadError
+from myriad.views.progress import Phases, recap_table
+
+STATE_ENV = "MYRIAD_STATE_DIR"
+
+
+class FlowError(MyriadError):
+    exit_code = 1
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterState:
+    root: Path
+
+    @property
+    def inventory(self) -> Path:
+        return self.root / "inventory"
+
+    @property
+    def status_file(self) -> Path:
+        return self.root / "status.json"
+
+    def read_status(self) -> dict[str, Any]:
+        try:
+            return json.loads(self.status_file.read_text())
+        except FileNotFoundError:
+            return {}
+        except json.JSONDecodeError as exc:
+            raise FlowError(f"{self.status_file} is damaged ({exc.msg}); delete it") from None
+
+    def write_status(self, **values: Any) -> None:
+        status = {**self.read_status(), **values}
+        atomic_write_text(self.status_file, json.dumps(status, indent=2) + "\n", mode=0o600)
+
+
+def cluster_state(cluster: str) -> ClusterState:
+    base = Path(os.environ.get(STATE_ENV) or Path.cwd() / ".myriad")
+    root = base / cluster
+    root.mkdir(parents=True, exist_ok=True)
+    os.chmod(root, 0o700)
+    return ClusterState(root)
+
+
+def planned(spec_path: Path) -> PlanResult:
+    result = plan_spec(spec_path)
+    if result.plan is None or result.has_errors:
+        errors = "; ".join(f.message for f in result.findings if f.severity == "error")
+        raise FlowError(f"the spec has lint errors (see `myriad plan`): {errors}")
+    return result
+
+
+def render_state(result: PlanResult, state: ClusterState) -> Inventory:
+    assert result.plan is not None
+    inventory = build_inventory(result.loaded.spec, result.loaded.catalog, result.plan)
+    write_inventory(inventory, state.inventory)
+    return inventory
+
+
+def serial_for(result: PlanResult) -> int | str:
+    """Compute nodes go island by island when there are several islands."""
+    fabric = result.plan.fabric if result.plan is not None else None
+    if fabric is None or len(fabric.islands) <= 1:
+        return "100%"
+    return fabric.island_nodes
+
+
+def run_site(
+    result: PlanResult,
+    inventory: Inventory,
+    state: ClusterState,
+    console: Console,
+    *,
+    limit: Sequence[str] | None = None,
+    tags: Sequence[str] | None = None,
+    tuned: bool = True,
+    max_fail_percentage: int = 0,
+) -> RunResult:
+    phases = Phases(console)
+    run_dir = new_run_dir(state.root, "bringup")
+    hosts = list(limit) if limit else list(inventory.hosts)
+    with phases.playbook("bring-up (playbooks/site.yml)") as progress:
+        outcome = run_playbook(
+            PLAYBOOKS / "site.yml",
+            state.inventory / "hosts.yml",
+            run_dir,
+            hosts=len(hosts),
+            limit=limit,
+            tags=tags,
+            extravars={
+                "myriad_serial": serial_for(result),
+                "myriad_max_fail_percentage": max_fail_percentage,
+            },
+            on_event=progress.on_event,
+            tuned=tuned,
+        )
+    console.print(recap_table(outcome, hosts))
+    console.print(f"Ansible's full event log: {run_dir / 'artifacts'}")
+    state.write_status(
+        last_bringup={
+            "status": outcome.status,
+            "ok": outcome.ok,
+            "failed_hosts": outcome.failed_hosts(),
+            "changed_hosts": list(outcome.changed_hosts),
+            "run_dir": str(run_dir),
+            "seconds": round(outcome.seconds, 1),
+            "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        }
+    )
+    if not outcome.stats:
+        raise FlowError("the bring-up matched no hosts: check --limit and the inventory")
+    return outcome
+
+
+def retry_limit(state: ClusterState) -> list[str]:
+    failed = state.read_status().get("last_bringup", {}).get("failed_hosts", [])
+    if not failed:
+        raise FlowError("the last bring-up has no failed nodes to retry")
+    return list(failed)

@@ -1,0 +1,169 @@
+"""`myriad up`, `bringup`, `down` and `status`, each returning the process exit code."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from myriad.bringup.flow import (
+    ClusterState,
+    FlowError,
+    cluster_state,
+    planned,
+    render_state,
+    retry_limit,
+    run_site,
+)
+from myriad.planning import PlanResult
+from myriad.provision import local
+from myriad.provision.stack_outputs import load_saved, match_spec, read_stack
+from myriad.render.inventory import build_inventory
+from myriad.render.pipeline import PROJECT_ROOT
+from myriad.render.writer import write_inventory
+from myriad.views.progress import Phases
+
+# Called after a successful bring-up: (plan, inventory dir, state, console) → exit code.
+Validator = Callable[[PlanResult, ClusterState, Console], int]
+
+
+def _require_local(result: PlanResult, verb: str) -> None:
+    kind = result.loaded.spec.provider.kind
+    if kind != "local":
+        raise FlowError(
+            f"`myriad {verb}` runs the local container cluster; this spec's provider is {kind}: "
+            "create the machines with `pulumi up`, then run `myriad bringup`"
+        )
+
+
+def up(
+    spec_path: Path,
+    console: Console,
+    *,
+    validate: Validator | None,
+    retry_failed: bool = False,
+    tuned: bool = True,
+) -> int:
+    phases = Phases(console)
+    with phases.phase("plan") as notes:
+        result = planned(spec_path)
+        _require_local(result, "up")
+        spec = result.loaded.spec
+        notes.append(f"{result.plan.nodes if result.plan else 0} nodes")
+    state = cluster_state(spec.metadata.name)
+    with phases.phase("node image") as notes:
+        from myriad.provision.node_image import ensure_node_image, node_image_recipe
+
+        notes.append(ensure_node_image(node_image_recipe())[:19])
+    with phases.phase("containers") as notes:
+        outcome = local.converge(spec)
+        counts: dict[str, int] = {}
+        for what in outcome.values():
+            counts[what] = counts.get(what, 0) + 1
+        notes.extend(f"{n} {what}" for what, n in sorted(counts.items()))
+    with phases.phase("inventory") as notes:
+        inventory = render_state(result, state)
+        notes.append(str(state.inventory))
+    limit = retry_limit(state) if retry_failed else None
+    bringup = run_site(result, inventory, state, console, limit=limit, tuned=tuned)
+    if not bringup.ok:
+        failed = ", ".join(bringup.failed_hosts()) or bringup.status
+        console.print(
+            f"[bold red]bring-up failed on {failed}[/bold red]: fix the cause, then "
+            f"`myriad up {spec_path} --retry-failed`"
+        )
+        return 1
+    if validate is None:
+        return 0
+    return validate(result, state, console)
+
+
+def bringup(
+    spec_path: Path,
+    console: Console,
+    *,
+    stack: str | None = None,
+    stack_outputs: Path | None = None,
+    limit: Sequence[str] | None = None,
+    tags: Sequence[str] | None = None,
+    retry_failed: bool = False,
+) -> int:
+    """The site playbook against any environment's inventory (rendered afresh from the spec)."""
+    result = planned(spec_path)
+    assert result.plan is not None
+    spec = result.loaded.spec
+    state = cluster_state(spec.metadata.name)
+    machines = []
+    if stack is not None:
+        machines = read_stack(stack, cwd=PROJECT_ROOT)
+    elif stack_outputs is not None:
+        machines = load_saved(stack_outputs)
+    if machines:
+        match_spec(spec, machines, require_all=False)
+    inventory = build_inventory(spec, result.loaded.catalog, result.plan, machines=machines)
+    write_inventory(inventory, state.inventory)
+    if retry_failed:
+        limit = retry_limit(state)
+    outcome = run_site(result, inventory, state, console, limit=limit, tags=tags)
+    return 0 if outcome.ok else 1
+
+
+def down(spec_path: Path, console: Console, *, yes: bool) -> int:
+    result = planned(spec_path)
+    _require_local(result, "down")
+    spec = result.loaded.spec
+    if not yes:
+        if not sys.stdin.isatty():
+            console.print(
+                "[bold red]refusing to remove the cluster without a terminal to confirm on;"
+                " pass --yes[/bold red]"
+            )
+            return 2
+        answer = console.input(
+            f"This removes every container of cluster [bold]{spec.metadata.name}[/bold]. "
+            "Type its name to confirm: "
+        )
+        if answer.strip() != spec.metadata.name:
+            console.print("not confirmed; nothing removed")
+            return 1
+    removed = local.remove(spec)
+    cluster_state(spec.metadata.name).write_status(last_bringup={}, removed=True)
+    console.print(f"removed {len(removed)} container(s) and network(s) of {spec.metadata.name}")
+    return 0
+
+
+def status(spec_path: Path, console: Console) -> int:
+    result = planned(spec_path)
+    spec = result.loaded.spec
+    state = cluster_state(spec.metadata.name)
+    last = state.read_status().get("last_bringup") or {}
+    table = Table(title=f"Cluster {spec.metadata.name}", title_justify="left")
+    for column in ("node", "state", "address", "last bring-up"):
+        table.add_column(column)
+    failed = set(last.get("failed_hosts", []))
+    nodes = (
+        [(n.name, n.state, n.address or "-") for n in local.status(spec)]
+        if spec.provider.kind == "local"
+        else [(name, "-", "-") for name in _inventory_hosts(state)]
+    )
+    for name, state_text, address in nodes:
+        outcome = "-" if not last else ("failed" if name in failed else "ok")
+        style = "red" if outcome == "failed" or state_text not in ("running", "-") else ""
+        table.add_row(name, state_text, address, outcome, style=style)
+    console.print(table)
+    if last:
+        console.print(
+            f"last bring-up: {last.get('status')} at {last.get('finished_at')} in "
+            f"{last.get('seconds')} s; log: {last.get('run_dir')}"
+        )
+    else:
+        console.print("no bring-up recorded yet")
+    return 0
+
+
+def _inventory_hosts(state: ClusterState) -> list[str]:
+    host_vars = state.inventory / "host_vars"
+    return sorted(p.stem for p in host_vars.glob("*.json")) if host_vars.is_dir() else []

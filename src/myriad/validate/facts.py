@@ -1,0 +1,537 @@
+"""One node's gathered document (gather_node.py's JSON) turned into typed facts.
+
+Every fact says what became of its probe, so that a check can tell a real difference from
+something it could not see:
+
+- `ok`: the tool answered and its output was read (`value` holds the parsed result);
+- `missing`: the tool or file is not on the node (a fail where the spec expects it);
+- `failed`: the tool ran and reported a problem (exit status, message in `detail`);
+- `unreadable`: the output could not be read (a parser's ParseFailure) or the tool timed
+  out: the check's result is `error`, never a guess;
+- `not-gathered`: the probe was not run on this node (controller-only probes elsewhere).
+
+Nothing here raises for what a node sends: a malformed document makes every fact
+unreadable, with the reason.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+import re
+import zlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields
+from typing import Any, Generic, Literal, TypeVar
+
+from myriad.validate.parsers import (
+    Bond,
+    DockerInfo,
+    IbReport,
+    Interface,
+    KubeNode,
+    MlnxQos,
+    NvidiaSmiReport,
+    NvlinkStatus,
+    ParseFailure,
+    SlurmNode,
+    SlurmTopology,
+    parse_bonding,
+    parse_docker_info,
+    parse_gres,
+    parse_ibstat,
+    parse_ip_link,
+    parse_kubectl_nodes,
+    parse_mlnx_qos,
+    parse_nvidia_smi_xml,
+    parse_nvlink_status,
+    parse_scontrol_nodes,
+    parse_scontrol_topology,
+    parse_sysfs_infiniband,
+)
+from myriad.validate.parsers.common import first_line
+from myriad.validate.parsers.slurm import Gres
+
+T = TypeVar("T")
+U = TypeVar("U")
+FactState = Literal["ok", "missing", "failed", "unreadable", "not-gathered"]
+SCHEMA = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Fact(Generic[T]):
+    state: FactState
+    value: T | None = None
+    detail: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.state == "ok"
+
+    def get(self) -> T:
+        """The value of an `ok` fact; checks call it only after testing `ok`."""
+        if self.state != "ok":
+            raise ValueError(f"fact is {self.state}: {self.detail}")
+        return self.value  # type: ignore[return-value]
+
+    def map(self, function: Callable[[T], U]) -> Fact[U]:
+        if self.state != "ok":
+            return Fact(self.state, None, self.detail)
+        return Fact("ok", function(self.value))  # type: ignore[arg-type]
+
+
+def ok(value: T) -> Fact[T]:
+    return Fact("ok", value)
+
+
+NOT_GATHERED: Fact[Any] = Fact("not-gathered", detail="not gathered on this node")
+
+
+@dataclass(frozen=True, slots=True)
+class HcaLink:
+    """An RDMA device's PCI function and the network interfaces on it (from sysfs)."""
+
+    pci: str
+    netdevs: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class PciFunction:
+    address: str
+    vendor: str
+    device_class: str | None
+    speed_gts: float | None
+    width: int | None
+    max_speed_gts: float | None
+    max_width: int | None
+    numa_node: int | None
+
+    @property
+    def gen(self) -> int | None:
+        return pcie_gen(self.speed_gts)
+
+
+@dataclass(frozen=True, slots=True)
+class Memlock:
+    """`ulimit -l` (soft, hard) in a PAM login session, in KiB or "unlimited" as the shell
+    prints them, and PID 1's hard limit (`ceiling`), which a container cannot exceed."""
+
+    soft: str
+    hard: str
+    ceiling: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Mount:
+    target: str
+    source: str
+    fstype: str
+    options: str
+
+
+@dataclass(frozen=True, slots=True)
+class TimeSync:
+    synchronised: bool
+    source: str
+
+
+@dataclass(frozen=True, slots=True)
+class SinfoNode:
+    node: str
+    state: str
+    gres: tuple[Gres, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class NodeFacts:
+    """What one node told us. Controller-only facts are `not-gathered` elsewhere."""
+
+    host: str
+    hostname: Fact[str]
+    gpus: Fact[NvidiaSmiReport]
+    nvlink: Fact[NvlinkStatus]
+    hcas: Fact[IbReport]
+    hca_links: Fact[Mapping[str, HcaLink]]
+    pci: Fact[Mapping[str, PciFunction]]
+    qos: Mapping[str, Fact[MlnxQos]]
+    bonds: Fact[Mapping[str, Bond]]
+    links: Fact[Mapping[str, Interface]]
+    docker: Fact[DockerInfo]
+    docker_daemon: Fact[Mapping[str, Any]]
+    containerd: Fact[Mapping[str, str]]
+    nccl_conf: Fact[str]
+    memlock: Fact[Memlock]
+    limits: Fact[Mapping[str, str]]
+    units: Fact[Mapping[str, str]]
+    modules: Fact[frozenset[str]]
+    hosts_file: Fact[str]
+    mount: Fact[Mount | None]
+    time: Fact[TimeSync]
+    slurm_nodes: Fact[tuple[SlurmNode, ...]] = NOT_GATHERED
+    slurm_topology: Fact[SlurmTopology] = NOT_GATHERED
+    sinfo: Fact[tuple[SinfoNode, ...]] = NOT_GATHERED
+    kube_nodes: Fact[tuple[KubeNode, ...]] = NOT_GATHERED
+    seconds: float | None = None
+
+    def unit(self, name: str) -> Fact[str]:
+        """`systemctl is-active` of one unit: active, inactive, failed, ..."""
+        return self.units.map(lambda states: states.get(name, "unknown"))
+
+
+# --- reading one probe --------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Probe:
+    rc: int | None
+    stdout: str
+    stderr: str
+    missing: bool
+    timed_out: bool
+
+
+def _probe(raw: object) -> Probe | None:
+    if not isinstance(raw, Mapping):
+        return None
+    rc = raw.get("rc")
+    return Probe(
+        rc=rc if isinstance(rc, int) and not isinstance(rc, bool) else None,
+        stdout=raw.get("stdout") if isinstance(raw.get("stdout"), str) else "",
+        stderr=raw.get("stderr") if isinstance(raw.get("stderr"), str) else "",
+        missing=raw.get("missing") is True,
+        timed_out=raw.get("timed_out") is True,
+    )
+
+
+def _message(probe: Probe) -> str:
+    return first_line(probe.stderr) or first_line(probe.stdout) or "no output"
+
+
+def read_probe(
+    probes: Mapping[str, Any],
+    name: str,
+    tool: str,
+    parse: Callable[[str], T],
+    *,
+    accept_rc: Callable[[Probe], bool] = lambda p: p.rc == 0,
+) -> Fact[T]:
+    if name not in probes:
+        return Fact("not-gathered", detail=f"{tool} was not gathered on this node")
+    probe = _probe(probes[name])
+    if probe is None:
+        return Fact("unreadable", detail=f"could not read the {tool} probe record")
+    if probe.missing:
+        return Fact("missing", detail=_message(probe))
+    if probe.timed_out:
+        return Fact("unreadable", detail=f"{tool} timed out")
+    if not accept_rc(probe):
+        return Fact("failed", detail=f"{tool} exited {probe.rc}: {_message(probe)}")
+    try:
+        return Fact("ok", parse(probe.stdout))
+    except ParseFailure as exc:
+        return Fact("unreadable", detail=f"could not read {tool} output: {exc.reason}")
+
+
+def _json_object(tool: str, text: str) -> dict[str, Any]:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ParseFailure(tool, f"not JSON ({exc.msg})") from None
+    if not isinstance(data, dict):
+        raise ParseFailure(tool, "expected a JSON object")
+    return data
+
+
+def _text_files(tool: str) -> Callable[[str], Mapping[str, str]]:
+    def parse(text: str) -> Mapping[str, str]:
+        data = _json_object(tool, text)
+        if not all(isinstance(v, str) for v in data.values()):
+            raise ParseFailure(tool, "file contents must be text")
+        return data
+
+    return parse
+
+
+# --- the individual readers ---------------------------------------------------------------
+
+_GTS = re.compile(r"(\d+(?:\.\d+)?)\s*GT/s")
+# Transfer rate per lane → PCIe generation (PCI-SIG: 2.5, 5, 8, 16, 32, 64 GT/s).
+_GENERATIONS = {2.5: 1, 5.0: 2, 8.0: 3, 16.0: 4, 32.0: 5, 64.0: 6}
+
+
+def pcie_gen(speed_gts: float | None) -> int | None:
+    return None if speed_gts is None else _GENERATIONS.get(speed_gts)
+
+
+def _gts(value: object) -> float | None:
+    # sysfs writes "16.0 GT/s PCIe" (Linux 5.7+), "16 GT/s" before, "Unknown" for none.
+    if not isinstance(value, str):
+        return None
+    match = _GTS.search(value)
+    return float(match.group(1)) if match else None
+
+
+def _small_int(value: object) -> int | None:
+    if isinstance(value, str) and re.fullmatch(r"-?\d+", value.strip()):
+        return int(value)
+    return None
+
+
+def _pci(text: str) -> Mapping[str, PciFunction]:
+    data = _json_object("pci sysfs", text)
+    functions = {}
+    for address, entry in data.items():
+        if not isinstance(entry, dict):
+            raise ParseFailure("pci sysfs", f"{address}: not an object")
+        functions[address] = PciFunction(
+            address=address,
+            vendor=str(entry.get("vendor")),
+            device_class=entry.get("class") if isinstance(entry.get("class"), str) else None,
+            speed_gts=_gts(entry.get("current_link_speed")),
+            width=_small_int(entry.get("current_link_width")),
+            max_speed_gts=_gts(entry.get("max_link_speed")),
+            max_width=_small_int(entry.get("max_link_width")),
+            numa_node=_small_int(entry.get("numa_node")),
+        )
+    return functions
+
+
+def _sysfs_ib(text: str) -> tuple[IbReport, Mapping[str, HcaLink]]:
+    data = _json_object("sysfs infiniband", text)
+    files, devices = data.get("files"), data.get("devices")
+    if not isinstance(files, dict) or not isinstance(devices, dict):
+        raise ParseFailure("sysfs infiniband", "expected files and devices")
+    links = {}
+    for name, entry in devices.items():
+        if not isinstance(entry, dict):
+            raise ParseFailure("sysfs infiniband", f"{name}: not an object")
+        netdevs = entry.get("netdevs") or []
+        links[name] = HcaLink(pci=str(entry.get("pci")), netdevs=tuple(str(n) for n in netdevs))
+    # A device directory with no readable files is still a device: the parser needs files.
+    report = parse_sysfs_infiniband(files) if files else IbReport(devices=())
+    return report, links
+
+
+def _bonds(text: str) -> Mapping[str, Bond]:
+    data = _text_files("/proc/net/bonding")(text)
+    bonds = {}
+    for name, content in data.items():
+        try:
+            bonds[name] = parse_bonding(content)
+        except ParseFailure as exc:
+            raise ParseFailure("/proc/net/bonding", f"{name}: {exc.reason}") from None
+    return bonds
+
+
+def _links(text: str) -> Mapping[str, Interface]:
+    return {link.name: link for link in parse_ip_link(text)}
+
+
+def _units(names: list[str]) -> Callable[[str], Mapping[str, str]]:
+    def parse(text: str) -> Mapping[str, str]:
+        states = [line.strip() for line in text.splitlines() if line.strip()]
+        if len(states) != len(names):
+            raise ParseFailure(
+                "systemctl is-active", f"{len(states)} answers for {len(names)} units"
+            )
+        return dict(zip(names, states, strict=True))
+
+    return parse
+
+
+def _modules(text: str) -> frozenset[str]:
+    return frozenset(line.split()[0] for line in text.splitlines() if line.strip())
+
+
+def init_memlock(text: str) -> str | None:
+    """PID 1's hard memlock limit from /proc/1/limits, in ulimit's words (KiB/unlimited)."""
+    for line in text.splitlines():
+        if line.startswith("Max locked memory"):
+            columns = line.split()
+            hard = columns[4] if len(columns) >= 5 else ""
+            if hard == "unlimited":
+                return hard
+            if hard.isdigit():
+                return str(int(hard) // 1024)
+    return None
+
+
+def _memlock(text: str) -> Memlock:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    # A login shell may print a banner (motd) first; the limits are the last two lines.
+    if len(lines) < 2 or not all(re.fullmatch(r"unlimited|\d+", v) for v in lines[-2:]):
+        raise ParseFailure("ulimit -l", f"expected two limits, got {text.strip()[:80]!r}")
+    return Memlock(soft=lines[-2], hard=lines[-1])
+
+
+def _mount(text: str) -> Mount | None:
+    if not text.strip():
+        return None
+    data = _json_object("findmnt", text)
+    systems = data.get("filesystems")
+    if not isinstance(systems, list) or not systems or not isinstance(systems[0], dict):
+        raise ParseFailure("findmnt", "no filesystems list")
+    entry = systems[-1]  # the last mount on a mount point is the one that is visible
+
+    def text_of(key: str) -> str:
+        value = entry.get(key)
+        return value if isinstance(value, str) else ""
+
+    return Mount(text_of("target"), text_of("source"), text_of("fstype"), text_of("options"))
+
+
+def _chrony(text: str) -> TimeSync:
+    fields_ = dict(
+        (key.strip(), value.strip())
+        for key, sep, value in (line.partition(":") for line in text.splitlines())
+        if sep
+    )
+    leap = fields_.get("Leap status")
+    if leap is None:
+        raise ParseFailure("chronyc tracking", f"no Leap status line: {first_line(text)!r}")
+    return TimeSync(
+        synchronised=leap == "Normal", source=f"chrony: {fields_.get('Reference ID', '?')}"
+    )
+
+
+def _timedatectl(text: str) -> TimeSync:
+    values = dict(line.partition("=")[::2] for line in text.splitlines() if "=" in line)
+    if "NTPSynchronized" not in values:
+        raise ParseFailure("timedatectl show", "no NTPSynchronized property")
+    return TimeSync(values["NTPSynchronized"] == "yes", "timedatectl")
+
+
+def _sinfo(text: str) -> tuple[SinfoNode, ...]:
+    rows = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        columns = line.split()
+        if len(columns) != 3:
+            raise ParseFailure("sinfo", f"line {number}: expected node, state and gres")
+        rows.append(SinfoNode(columns[0], columns[1], parse_gres(columns[2])))
+    return tuple(rows)
+
+
+def _time(probes: Mapping[str, Any]) -> Fact[TimeSync]:
+    chrony = read_probe(probes, "chrony_tracking", "chronyc tracking", _chrony)
+    if chrony.ok or chrony.state != "missing":
+        return chrony
+    return read_probe(probes, "timedatectl", "timedatectl show", _timedatectl)
+
+
+def _hcas(probes: Mapping[str, Any]) -> tuple[Fact[IbReport], Fact[Mapping[str, HcaLink]]]:
+    sysfs = read_probe(probes, "sysfs_infiniband", "sysfs infiniband", _sysfs_ib)
+    if sysfs.ok:
+        report, links = sysfs.get()
+        return ok(report), ok(links)
+    # Without sysfs (never on Linux with RDMA devices, but a sandbox may hide it) ibstat
+    # still tells state and rate; the PCI mapping is then unknown.
+    ibstat = read_probe(probes, "ibstat", "ibstat", parse_ibstat)
+    missing: Fact[Mapping[str, HcaLink]] = Fact(sysfs.state, None, sysfs.detail)
+    return (ibstat if ibstat.ok else Fact(sysfs.state, None, sysfs.detail)), missing
+
+
+def unreadable(host: str, reason: str) -> NodeFacts:
+    """A node whose document could not be used at all: every fact says why."""
+    broken: Fact[Any] = Fact("unreadable", detail=reason)
+    values = {f.name: broken for f in fields(NodeFacts) if f.name not in ("host", "seconds")}
+    values["qos"] = {}
+    return NodeFacts(host=host, **values)
+
+
+def decode(text: str) -> object:
+    """The gatherer's stdout → its document, unwrapping --compress; ValueError if unusable."""
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"the gatherer's output is not JSON ({exc.msg})") from None
+    if isinstance(document, dict) and document.get("encoding") == "gzip+base64":
+        try:
+            raw = gzip.decompress(base64.b64decode(str(document.get("data")), validate=True))
+            return json.loads(raw)
+        # binascii.Error, JSONDecodeError and UnicodeDecodeError are ValueErrors.
+        except (ValueError, OSError, EOFError, zlib.error) as exc:
+            raise ValueError(f"the gatherer's compressed output is damaged ({exc})") from None
+    return document
+
+
+def node_facts(host: str, document: object) -> NodeFacts:
+    """Typed facts from one gathered document; never raises for what the node sent."""
+    if not isinstance(document, Mapping):
+        return unreadable(host, "the gatherer's output is not a JSON object")
+    if document.get("schema") != SCHEMA:
+        return unreadable(
+            host, f"gatherer document schema {document.get('schema')!r}, expected {SCHEMA}"
+        )
+    probes = document.get("probes")
+    args = document.get("args") if isinstance(document.get("args"), Mapping) else {}
+    if not isinstance(probes, Mapping):
+        return unreadable(host, "the gatherer's document has no probes")
+    units = [str(u) for u in args.get("units", [])] if isinstance(args, Mapping) else []
+    hcas, hca_links = _hcas(probes)
+    qos = {
+        name.split(":", 1)[1]: read_probe(probes, name, f"mlnx_qos -i {name[9:]}", parse_mlnx_qos)
+        for name in probes
+        if name.startswith("mlnx_qos:")
+    }
+    seconds = document.get("seconds")
+    return NodeFacts(
+        host=host,
+        hostname=read_probe(probes, "hostname", "hostname", str.strip),
+        gpus=read_probe(probes, "nvidia_smi", "nvidia-smi -q -x", parse_nvidia_smi_xml),
+        nvlink=read_probe(probes, "nvlink", "nvidia-smi nvlink --status", parse_nvlink_status),
+        hcas=hcas,
+        hca_links=hca_links,
+        pci=read_probe(probes, "pci", "pci sysfs", _pci),
+        qos=qos,
+        bonds=read_probe(probes, "bonding", "/proc/net/bonding", _bonds),
+        links=read_probe(probes, "ip_link", "ip -j -d link", _links),
+        docker=read_probe(probes, "docker_info", "docker info", parse_docker_info),
+        docker_daemon=read_probe(
+            probes, "docker_daemon_json", "/etc/docker/daemon.json", _json_of("daemon.json")
+        ),
+        containerd=read_probe(
+            probes, "containerd_config", "containerd config", _text_files("containerd config")
+        ),
+        nccl_conf=read_probe(probes, "nccl_conf", "/etc/nccl.conf", lambda text: text),
+        memlock=_with_ceiling(
+            read_probe(probes, "memlock_session", "ulimit -l in su -", _memlock),
+            read_probe(probes, "init_limits", "/proc/1/limits", init_memlock),
+        ),
+        limits=read_probe(probes, "limits", "limits.d", _text_files("limits.d")),
+        # systemctl is-active exits 3 when any unit is not active; the states are still read.
+        units=read_probe(
+            probes, "units", "systemctl is-active", _units(units), accept_rc=_has_stdout
+        ),
+        modules=read_probe(probes, "modules", "/proc/modules", _modules),
+        hosts_file=read_probe(probes, "hosts", "/etc/hosts", lambda text: text),
+        # findmnt exits 1 with no output when nothing is mounted there: an answer, not a fault.
+        mount=read_probe(probes, "findmnt", "findmnt", _mount, accept_rc=lambda p: p.rc in (0, 1)),
+        time=_time(probes),
+        slurm_nodes=read_probe(
+            probes, "scontrol_nodes", "scontrol show node", parse_scontrol_nodes
+        ),
+        slurm_topology=read_probe(
+            probes, "scontrol_topology", "scontrol show topology", parse_scontrol_topology
+        ),
+        sinfo=read_probe(probes, "sinfo", "sinfo -N", _sinfo),
+        kube_nodes=read_probe(probes, "kubectl_nodes", "kubectl get nodes", parse_kubectl_nodes),
+        seconds=float(seconds) if isinstance(seconds, (int, float)) else None,
+    )
+
+
+def _with_ceiling(memlock: Fact[Memlock], ceiling: Fact[str | None]) -> Fact[Memlock]:
+    if not memlock.ok or not ceiling.ok:
+        return memlock
+    value = memlock.get()
+    return ok(Memlock(value.soft, value.hard, ceiling.get()))
+
+
+def _has_stdout(probe: Probe) -> bool:
+    return bool(probe.stdout.strip())
+
+
+def _json_of(tool: str) -> Callable[[str], Mapping[str, Any]]:
+    return lambda text: _json_object(tool, text)

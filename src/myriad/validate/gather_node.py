@@ -1,0 +1,375 @@
+#!/usr/bin/env python3
+"""Gather one node's facts for `myriad validate` and print them as ONE JSON document.
+
+Shipped to every node by playbooks/facts.yml (ansible.builtin.script) and run there, so it
+uses the standard library only and runs on the oldest Python 3 a supported node has
+(Ubuntu 22.04: 3.10): no third-party imports, no syntax newer than 3.8.
+
+Every probe (a command, a file, a sysfs tree) is recorded as
+    {"rc": int|null, "stdout": str, "stderr": str, "missing": bool, "timed_out": bool}
+and nothing is interpreted here: the parsers on the Myriad side read the text, so one
+parser serves every node and a parser fix needs no redeploy. A tool that is not installed
+is `missing`, a tool that hangs is killed after its timeout (with everything it started)
+and is `timed_out`; neither stops the other probes, which run in parallel so that one
+slow tool does not add to the next.
+
+With --compress the document is gzipped and base64-encoded inside a small JSON wrapper
+({"schema", "encoding": "gzip+base64", "data"}).
+
+Exit status: 0 whenever the document was printed, whatever the probes found.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import glob
+import gzip
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    # Only for type checkers: annotations are never evaluated here (Python 3.8+ nodes).
+    from collections.abc import Callable
+
+    # One probe's outcome; see the module docstring.
+    Record = dict[str, Any]
+
+SCHEMA = 1
+# Output beyond these sizes is cut: a runaway tool must not flood the control node, and
+# no probe we read legitimately prints more (nvidia-smi -q -x for 8 GPUs is ~200 KB).
+STDOUT_LIMIT = 4 * 1024 * 1024
+STDERR_LIMIT = 8 * 1024
+DEFAULT_TIMEOUT_S = 20.0
+DEFAULT_UNITS = (
+    "chrony",
+    "chronyd",
+    "systemd-timesyncd",
+    "munge",
+    "slurmd",
+    "slurmctld",
+    "slurmdbd",
+    "docker",
+    "containerd",
+    "kubelet",
+    "nvidia-persistenced",
+    "nvidia-fabricmanager",
+    "opensm",
+    "myriad-roce-qos",
+)
+# PCI vendors whose functions' links are read: NVIDIA GPUs / NVSwitches and Mellanox NICs.
+PCI_VENDORS = ("0x10de", "0x15b3")
+KUBECONFIGS = ("/etc/kubernetes/admin.conf", "/root/.kube/config")
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit]
+
+
+def _record(
+    rc: int | None,
+    stdout: str = "",
+    stderr: str = "",
+    missing: bool = False,
+    timed_out: bool = False,
+) -> Record:
+    return {
+        "rc": rc,
+        "stdout": _cut(stdout, STDOUT_LIMIT),
+        "stderr": _cut(stderr, STDERR_LIMIT),
+        "missing": missing,
+        "timed_out": timed_out,
+    }
+
+
+def run(argv: list[str], timeout: float, env: dict[str, str] | None = None) -> Record:
+    """Run a command in its own session, so a timeout kills it and all it started."""
+    if shutil.which(argv[0]) is None:
+        return _record(None, stderr=f"{argv[0]}: command not found", missing=True)
+    try:
+        process = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+            env=env,
+        )
+    except OSError as exc:
+        return _record(None, stderr=f"{argv[0]}: {exc}", missing=True)
+    try:
+        out, err = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_group(process)
+        try:
+            out, err = process.communicate(timeout=5)
+        except subprocess.TimeoutExpired:
+            out, err = b"", b""
+        return _record(
+            None,
+            out.decode("utf-8", "replace"),
+            err.decode("utf-8", "replace") + f"\nkilled after {timeout:g}s",
+            timed_out=True,
+        )
+    return _record(
+        process.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
+    )
+
+
+def _kill_group(process: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        process.kill()
+
+
+def read_text(path: str) -> str | None:
+    # Read in small pieces: procfs answers one huge read() with ENOMEM.
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        with open(path, "rb") as handle:
+            while size <= STDOUT_LIMIT:
+                chunk = handle.read(65536)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                size += len(chunk)
+    except FileNotFoundError:
+        return None
+    return b"".join(chunks).decode("utf-8", "replace")
+
+
+def read_file(path: str) -> Record:
+    text = read_text(path)
+    if text is None:
+        return _record(None, stderr=f"{path}: no such file", missing=True)
+    return _record(0, text)
+
+
+def read_files(patterns: list[str]) -> Record:
+    """Several files as one probe: stdout is a JSON object of path -> content."""
+    contents: dict[str, str] = {}
+    for pattern in patterns:
+        for path in sorted(glob.glob(pattern)):
+            if os.path.isfile(path):
+                text = read_text(path)
+                if text is not None:
+                    contents[path] = text
+    if not contents:
+        return _record(None, stderr=f"none of {', '.join(patterns)} exists", missing=True)
+    return _record(0, json.dumps(contents, sort_keys=True))
+
+
+def _attr(path: str) -> str | None:
+    try:
+        with open(path) as handle:
+            return handle.read().strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def sysfs_infiniband() -> Record:
+    """Port state, rate and link layer of every RDMA device, its PCI function and netdevs."""
+    root = "/sys/class/infiniband"
+    if not os.path.isdir(root):
+        return _record(None, stderr=f"{root} does not exist (no RDMA devices)", missing=True)
+    files: dict[str, str] = {}
+    devices: dict[str, dict[str, Any]] = {}
+    for device in sorted(os.listdir(root)):
+        base = os.path.join(root, device)
+        for name in ("fw_ver", "hca_type", "board_id", "node_guid"):
+            value = _attr(os.path.join(base, name))
+            if value is not None:
+                files[f"{device}/{name}"] = value
+        for port in sorted(glob.glob(os.path.join(base, "ports", "*"))):
+            number = os.path.basename(port)
+            for name in ("state", "phys_state", "rate", "link_layer"):
+                value = _attr(os.path.join(port, name))
+                if value is not None:
+                    files[f"{device}/ports/{number}/{name}"] = value
+        pci = os.path.realpath(os.path.join(base, "device"))
+        netdevs = (
+            sorted(os.listdir(os.path.join(base, "device", "net")))
+            if os.path.isdir(os.path.join(base, "device", "net"))
+            else []
+        )
+        devices[device] = {"pci": os.path.basename(pci), "netdevs": netdevs}
+    return _record(0, json.dumps({"files": files, "devices": devices}, sort_keys=True))
+
+
+def pci_links() -> Record:
+    """Link speed and width of NVIDIA and Mellanox PCI functions (physical functions only)."""
+    root = "/sys/bus/pci/devices"
+    if not os.path.isdir(root):
+        return _record(None, stderr=f"{root} does not exist", missing=True)
+    functions: dict[str, dict[str, str | None]] = {}
+    for address in sorted(os.listdir(root)):
+        base = os.path.join(root, address)
+        vendor = _attr(os.path.join(base, "vendor"))
+        if vendor not in PCI_VENDORS or os.path.exists(os.path.join(base, "physfn")):
+            continue
+        entry: dict[str, str | None] = {"vendor": vendor}
+        for name in (
+            "device",
+            "class",
+            "current_link_speed",
+            "current_link_width",
+            "max_link_speed",
+            "max_link_width",
+            "numa_node",
+        ):
+            entry[name] = _attr(os.path.join(base, name))
+        functions[address] = entry
+    return _record(0, json.dumps(functions, sort_keys=True))
+
+
+def proc_bonding() -> Record:
+    root = "/proc/net/bonding"
+    if not os.path.isdir(root):
+        return _record(None, stderr=f"{root} does not exist (bonding not loaded)", missing=True)
+    bonds: dict[str, str] = {}
+    for name in sorted(os.listdir(root)):
+        text = read_text(os.path.join(root, name))
+        if text is not None:
+            bonds[name] = text
+    return _record(0, json.dumps(bonds, sort_keys=True))
+
+
+def memlock_session(timeout: float) -> Record:
+    # pam_limits applies limits.d in a PAM session (su -, sshd), not in the session Ansible
+    # runs this script from, so the limit a user's job gets is read through `su -`.
+    return run(["su", "-", "root", "-c", "ulimit -S -l; ulimit -H -l"], timeout)
+
+
+def kubectl_nodes(timeout: float) -> Record:
+    env = dict(os.environ)
+    if "KUBECONFIG" not in env:
+        for path in KUBECONFIGS:
+            if os.path.isfile(path):
+                env["KUBECONFIG"] = path
+                break
+    return run(["kubectl", "get", "nodes", "-o", "json"], timeout, env=env)
+
+
+def probes(args: argparse.Namespace) -> dict[str, Callable[[], Record]]:
+    """Probe name -> zero-argument callable; names are the contract with myriad.validate.facts."""
+    t = args.timeout
+    table: dict[str, Callable[[], Record]] = {
+        "hostname": lambda: read_file("/proc/sys/kernel/hostname"),
+        "nvidia_smi": lambda: run(["nvidia-smi", "-q", "-x"], t),
+        "nvlink": lambda: run(["nvidia-smi", "nvlink", "--status"], t),
+        "ibstat": lambda: run(["ibstat"], t),
+        "sysfs_infiniband": sysfs_infiniband,
+        "pci": pci_links,
+        "bonding": proc_bonding,
+        "ip_link": lambda: run(["ip", "-j", "-d", "link"], t),
+        "docker_info": lambda: run(["docker", "info", "--format", "{{json .}}"], t),
+        "docker_daemon_json": lambda: read_file("/etc/docker/daemon.json"),
+        "containerd_config": lambda: read_files(
+            ["/etc/containerd/config.toml", "/etc/containerd/conf.d/*.toml"]
+        ),
+        "nccl_conf": lambda: read_file("/etc/nccl.conf"),
+        "memlock_session": lambda: memlock_session(t),
+        # What the node was started with: in a container, the most its sessions can get.
+        "init_limits": lambda: read_file("/proc/1/limits"),
+        "limits": lambda: read_files(
+            ["/etc/security/limits.conf", "/etc/security/limits.d/*.conf"]
+        ),
+        "units": lambda: run(["systemctl", "is-active", *args.units], t),
+        # lsmod prints /proc/modules as a table; reading the file needs no kmod package.
+        "modules": lambda: read_file("/proc/modules"),
+        "hosts": lambda: read_file("/etc/hosts"),
+        "timedatectl": lambda: run(["timedatectl", "show"], t),
+        "chrony_tracking": lambda: run(["chronyc", "-n", "tracking"], t),
+    }
+    for interface in args.qos_nics:
+        table["mlnx_qos:" + interface] = (lambda i: lambda: run(["mlnx_qos", "-i", i], t))(
+            interface
+        )
+    if args.mount:
+        table["findmnt"] = lambda: run(["findmnt", "-J", "--mountpoint", args.mount], t)
+    if args.controller == "slurm":
+        table["scontrol_nodes"] = lambda: run(["scontrol", "show", "node", "-o"], t)
+        table["scontrol_topology"] = lambda: run(["scontrol", "show", "topology"], t)
+        table["sinfo"] = lambda: run(["sinfo", "-N", "-h", "-o", "%n %T %G"], t)
+    elif args.controller == "kubernetes":
+        table["kubectl_nodes"] = lambda: kubectl_nodes(t)
+    return table
+
+
+def _safe(probe: Callable[[], Record]) -> Record:
+    try:
+        return probe()
+    except Exception as exc:  # one broken probe must not cost the node its other facts
+        return _record(None, stderr=f"probe failed: {type(exc).__name__}: {exc}")
+
+
+def gather(args: argparse.Namespace) -> dict[str, Any]:
+    started = time.time()
+    table = probes(args)
+    with ThreadPoolExecutor(max_workers=min(16, len(table))) as pool:
+        futures = {name: pool.submit(_safe, probe) for name, probe in table.items()}
+        results = {name: future.result() for name, future in futures.items()}
+    return {
+        "schema": SCHEMA,
+        "host": socket.gethostname(),
+        "started": started,
+        "seconds": round(time.time() - started, 3),
+        # What was asked for: `units` answers come back in this order.
+        "args": {
+            "controller": args.controller,
+            "qos_nics": args.qos_nics,
+            "units": args.units,
+            "mount": args.mount,
+        },
+        "probes": results,
+    }
+
+
+def _names(value: str) -> list[str]:
+    return [item for item in value.replace(",", " ").split() if item]
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--controller",
+        choices=("slurm", "kubernetes", "none"),
+        default="none",
+        help="also ask the orchestrator for the cluster's view (run on controllers)",
+    )
+    parser.add_argument("--qos-nics", type=_names, default=[], help="netdevs for mlnx_qos")
+    parser.add_argument("--units", type=_names, default=list(DEFAULT_UNITS))
+    parser.add_argument("--mount", default="", help="storage mount point to look up")
+    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="per probe, s")
+    parser.add_argument("--compress", action="store_true", help="print the document gzipped")
+    return parser.parse_args(argv)
+
+
+def encode(document: dict[str, Any], compress: bool) -> str:
+    text = json.dumps(document, sort_keys=True)
+    if not compress:
+        return text
+    # nvidia-smi's XML shrinks about tenfold: less to carry over SSH, to keep in Ansible's
+    # event log and in the control node's memory for thousands of nodes.
+    packed = base64.b64encode(gzip.compress(text.encode("utf-8"), 6)).decode("ascii")
+    return json.dumps({"schema": SCHEMA, "encoding": "gzip+base64", "data": packed})
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    sys.stdout.write(encode(gather(args), args.compress) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

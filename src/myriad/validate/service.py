@@ -1,0 +1,271 @@
+"""`myriad validate`: gather facts, evaluate every check, report; the CLI's one entry point.
+
+    validate_cluster(...)  → ValidationReport     (gather + evaluate; what `up` and tests call)
+    evaluate_facts(...)    → ValidationReport     (pure: expectations vs facts)
+    run_validate(...)      → exit code            (the command: spec → inventory → report)
+
+Exit codes: 0 when every check passed or was not applicable; 1 when a check failed, could
+not be read, or a node was unreachable; setup problems raise MyriadError (exit 1) and a
+spec that does not load raises SpecError (exit 2).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console
+
+from myriad.bringup.runner import new_run_dir
+from myriad.planning import PlanResult, plan_spec
+from myriad.provision.stack_outputs import StackNode, load_saved, match_spec, read_stack
+from myriad.render.inventory import Inventory, build_inventory
+from myriad.render.pipeline import PROJECT_ROOT
+from myriad.render.writer import write_inventory
+from myriad.spec.loader import LoadedSpec
+from myriad.spec.problems import MyriadError
+from myriad.validate import perf as perf_module
+from myriad.validate.checks import cluster_view, evaluate
+from myriad.validate.expectations import expect, load_role_defaults
+from myriad.validate.facts import NodeFacts
+from myriad.validate.gather import DEFAULT_PROBE_TIMEOUT_S, gather
+from myriad.validate.report import ValidationReport, merge, print_report, to_json, write_junit
+
+if TYPE_CHECKING:
+    from myriad.bringup.flow import ClusterState
+
+
+class ValidateError(MyriadError):
+    exit_code = 1
+
+
+def _plan(plan_result: PlanResult) -> Any:
+    if plan_result.plan is None or plan_result.has_errors:
+        errors = "; ".join(f.message for f in plan_result.findings if f.severity == "error")
+        raise ValidateError(f"the spec has lint errors (see `myriad plan`): {errors}")
+    return plan_result.plan
+
+
+def evaluate_facts(
+    plan_result: PlanResult,
+    inventory: Inventory,
+    facts: Mapping[str, NodeFacts],
+    *,
+    unreachable: Mapping[str, str] | None = None,
+    gather_failed: Mapping[str, str] | None = None,
+    selected: Sequence[str] | None = None,
+    defaults: Mapping[str, Any] | None = None,
+) -> ValidationReport:
+    """Expectations from spec + plan + inventory against gathered facts; no I/O but the
+    roles' defaults (read once). `selected` narrows the nodes checked (--limit)."""
+    loaded = plan_result.loaded
+    plan = _plan(plan_result)
+    started = time.perf_counter()
+    expectations = expect(
+        loaded.spec, loaded.catalog, plan, inventory, defaults or load_role_defaults()
+    )
+    if selected is not None:
+        chosen = set(selected)
+        expectations = replace(
+            expectations, nodes=tuple(n for n in expectations.nodes if n.node in chosen)
+        )
+    down = dict(unreachable or {})
+    results = evaluate(expectations, facts, down, gather_failed)
+    view = cluster_view(expectations, facts, down)
+    return ValidationReport(
+        cluster=loaded.spec.metadata.name,
+        spec=loaded.source.file,
+        results=tuple(results),
+        unreachable=down,
+        gather_failed=dict(gather_failed or {}),
+        evaluate_seconds=time.perf_counter() - started,
+        view_source=view.source,
+    )
+
+
+def _selected(inventory: Inventory, limit: Sequence[str] | None) -> list[str]:
+    """--limit names hosts or groups; the orchestrator's controllers always come along,
+    because the Slurm / Kubernetes checks of any node read the controller's view."""
+    if not limit:
+        return list(inventory.hosts)
+    chosen: dict[str, None] = {}
+    for item in limit:
+        if item in inventory.groups:
+            chosen.update(dict.fromkeys(inventory.groups[item]))
+        elif item in inventory.host_vars:
+            chosen[item] = None
+        else:
+            raise ValidateError(f"--limit: {item} is neither a host nor a group of the inventory")
+    return list(chosen)
+
+
+def validate_cluster(
+    loaded: LoadedSpec,
+    plan_result: PlanResult,
+    inventory_dir: Path,
+    inventory: Inventory,
+    state_dir: Path,
+    *,
+    limit: Sequence[str] | None = None,
+    perf: bool = False,
+    on_event: Callable[[Mapping[str, Any]], None] | None = None,
+    probe_timeout_s: int = DEFAULT_PROBE_TIMEOUT_S,
+) -> ValidationReport:
+    """Gather facts from the inventory's nodes (all, or `limit`) and check them.
+
+    `inventory_dir` is the rendered inventory on disk that Ansible reads; `inventory` the
+    same inventory as data, from which the expectations come. The gathering run's log lands
+    in a new folder under `state_dir/runs/`.
+    """
+    if plan_result.loaded is not loaded:
+        raise ValidateError("plan_result was made from another spec than `loaded`")
+    selected = _selected(inventory, limit)
+    controllers = list(inventory.groups.get("controller", ()))
+    to_gather = list(dict.fromkeys([*selected, *controllers]))
+    run_dir = new_run_dir(state_dir, "validate")
+    gathered = gather(
+        inventory_dir,
+        run_dir,
+        to_gather,
+        limit=to_gather if limit else None,
+        on_event=on_event,
+        probe_timeout_s=probe_timeout_s,
+    )
+    report = evaluate_facts(
+        plan_result,
+        inventory,
+        gathered.facts,
+        unreachable=gathered.unreachable,
+        gather_failed=gathered.failed,
+        selected=selected if limit else None,
+    )
+    chosen = set(selected)
+    report = replace(
+        report,
+        # A controller gathered only for its view is reported on when it was selected.
+        unreachable={h: m for h, m in report.unreachable.items() if h in chosen},
+        gather_failed={h: m for h, m in report.gather_failed.items() if h in chosen},
+        gather_seconds=gathered.seconds,
+        run_dir=str(run_dir),
+    )
+    if perf:
+        measured = _perf_report(loaded, plan_result, inventory, inventory_dir, run_dir, selected)
+        report = merge([report, measured])
+    return report
+
+
+def _perf_report(
+    loaded: LoadedSpec,
+    plan_result: PlanResult,
+    inventory: Inventory,
+    inventory_dir: Path,
+    run_dir: Path,
+    selected: Sequence[str],
+) -> ValidationReport:
+    plan = _plan(plan_result)
+    perf = perf_module.perf_plan(loaded, plan.bandwidth, inventory, selected)
+    if perf is None:
+        raise ValidateError("--perf needs at least two GPU compute nodes among the validated nodes")
+    results = perf_module.run_perf(perf, inventory, inventory_dir, run_dir)
+    return ValidationReport(loaded.spec.metadata.name, loaded.source.file, tuple(results))
+
+
+class _Progress:
+    """A status line counting the nodes whose facts have come back."""
+
+    def __init__(self, console: Console, total: int) -> None:
+        self.console, self.total, self.done = console, total, 0
+        self.status = console.status(f"gathering facts from {total:,} nodes")
+
+    def on_event(self, event: Mapping[str, Any]) -> None:
+        if event.get("event") in ("runner_on_ok", "runner_on_failed", "runner_on_unreachable"):
+            self.done += 1
+            self.status.update(f"gathering facts: {self.done:,} of {self.total:,} nodes answered")
+
+
+def _machines(stack: str | None, stack_outputs: Path | None) -> list[StackNode]:
+    if stack is not None:
+        return read_stack(stack, cwd=PROJECT_ROOT)
+    if stack_outputs is not None:
+        return load_saved(stack_outputs)
+    return []
+
+
+def _state_root(cluster: str) -> Path:
+    from myriad.bringup.flow import cluster_state
+
+    return cluster_state(cluster).root
+
+
+def run_validate(
+    spec_path: Path,
+    *,
+    inventory_dir: Path | None = None,
+    stack: str | None = None,
+    stack_outputs: Path | None = None,
+    json_output: bool = False,
+    junit: Path | None = None,
+    perf: bool = False,
+    limit: Sequence[str] | None = None,
+    console: Console | None = None,
+) -> int:
+    """`myriad validate SPEC [--inventory DIR] [--stack ENV | --stack-outputs FILE] [--json]
+    [--junit FILE] [--perf] [--limit HOSTS]`; returns the exit code.
+
+    Without --inventory the inventory is rendered from the spec (and the stack's machines)
+    into the cluster's state folder, as `myriad bringup` does, so both use the same one.
+    """
+    out = console or Console()
+    # With --json the document is the only thing on stdout; tables and progress go to stderr.
+    screen = Console(stderr=True) if json_output else out
+    plan_result = plan_spec(spec_path)
+    plan = _plan(plan_result)
+    loaded = plan_result.loaded
+    machines = _machines(stack, stack_outputs)
+    if machines:
+        match_spec(loaded.spec, machines, require_all=False)
+    inventory = build_inventory(loaded.spec, loaded.catalog, plan, machines=machines)
+    state_root = _state_root(loaded.spec.metadata.name)
+    if inventory_dir is None:
+        inventory_dir = state_root / "inventory"
+        write_inventory(inventory, inventory_dir)
+    elif not (inventory_dir / "hosts.yml").is_file():
+        raise ValidateError(f"--inventory {inventory_dir}: no hosts.yml (see `myriad render`)")
+    progress = _Progress(screen, len(_selected(inventory, limit)))
+    with progress.status:
+        report = validate_cluster(
+            loaded,
+            plan_result,
+            inventory_dir,
+            inventory,
+            state_root,
+            limit=limit,
+            perf=perf,
+            on_event=progress.on_event,
+        )
+    if json_output:
+        sys.stdout.write(to_json(report))
+    else:
+        print_report(screen, report)
+    if junit is not None:
+        write_junit(report, junit)
+        screen.print(f"JUnit XML written to {junit}")
+    return report.exit_code
+
+
+def validate_after_bringup(result: PlanResult, state: ClusterState, console: Console) -> int:
+    """The last phase of `myriad up`: validate the freshly brought-up cluster."""
+    plan = _plan(result)
+    loaded = result.loaded
+    inventory = build_inventory(loaded.spec, loaded.catalog, plan)
+    progress = _Progress(console, len(inventory.hosts))
+    with progress.status:
+        report = validate_cluster(
+            loaded, result, state.inventory, inventory, state.root, on_event=progress.on_event
+        )
+    print_report(console, report)
+    return report.exit_code

@@ -1,0 +1,140 @@
+"""Progress a person can follow: phases, and per node what Ansible is doing right now.
+
+On a terminal a live table shows each node's current task and counts; elsewhere (CI logs)
+one line per finished phase and the recap are printed, so logs stay readable.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
+from myriad.bringup.runner import RunResult
+
+
+@dataclass(slots=True)
+class HostProgress:
+    task: str = ""
+    ok: int = 0
+    changed: int = 0
+    failed: int = 0
+    unreachable: bool = False
+
+
+@dataclass(slots=True)
+class PlaybookProgress:
+    """Folds ansible-runner events into per-host progress."""
+
+    hosts: dict[str, HostProgress] = field(default_factory=dict)
+    play: str = ""
+
+    def on_event(self, event: Mapping[str, Any]) -> None:
+        kind = event.get("event", "")
+        data = event.get("event_data") or {}
+        if kind == "playbook_on_play_start":
+            self.play = str(data.get("play") or "")
+            return
+        host = data.get("host")
+        if not host:
+            return
+        progress = self.hosts.setdefault(host, HostProgress())
+        if kind == "runner_on_start":
+            progress.task = str(data.get("task") or "")
+        elif kind == "runner_on_ok":
+            progress.ok += 1
+            if (data.get("res") or {}).get("changed"):
+                progress.changed += 1
+        elif kind == "runner_on_failed" and not data.get("ignore_errors"):
+            progress.failed += 1
+        elif kind == "runner_on_unreachable":
+            progress.unreachable = True
+
+    def table(self, title: str) -> Table:
+        table = Table(title=title, title_justify="left")
+        for column in ("node", "ok", "changed", "failed", "now"):
+            table.add_column(
+                column, justify="right" if column in ("ok", "changed", "failed") else "left"
+            )
+        for host, progress in sorted(self.hosts.items()):
+            style = "red" if progress.failed or progress.unreachable else ""
+            table.add_row(
+                host,
+                str(progress.ok),
+                str(progress.changed),
+                str(progress.failed),
+                "UNREACHABLE" if progress.unreachable else progress.task,
+                style=style,
+            )
+        if self.play:
+            table.caption = self.play
+        return table
+
+
+class Phases:
+    """Phase lines: `✓ containers 4 nodes (3.2 s)`; the live part only on a terminal."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+
+    @contextmanager
+    def phase(self, name: str) -> Iterator[list[str]]:
+        notes: list[str] = []
+        start = time.monotonic()
+        if self.console.is_terminal:
+            self.console.print(f"[bold]…[/bold] {name}")
+        try:
+            yield notes
+        except BaseException:
+            self.console.print(f"[bold red]✗[/bold red] {name} ({time.monotonic() - start:.1f} s)")
+            raise
+        detail = f" — {', '.join(notes)}" if notes else ""
+        self.console.print(
+            f"[bold green]✓[/bold green] {name}{detail} ({time.monotonic() - start:.1f} s)"
+        )
+
+    @contextmanager
+    def playbook(self, title: str) -> Iterator[PlaybookProgress]:
+        progress = PlaybookProgress()
+        if not self.console.is_terminal:
+            yield progress
+            return
+        with Live(progress.table(title), console=self.console, refresh_per_second=4) as live:
+            original = progress.on_event
+
+            def on_event(event: Mapping[str, Any]) -> None:
+                original(event)
+                live.update(progress.table(title))
+
+            progress.on_event = on_event  # type: ignore[method-assign]
+            yield progress
+
+
+def recap_table(result: RunResult, hosts: Sequence[str]) -> Table:
+    """Ansible's PLAY RECAP, one row per host, with the failing task where there is one."""
+    table = Table(title=f"Recap ({result.status}, {result.seconds:.1f} s)", title_justify="left")
+    for column in ("node", "ok", "changed", "failed", "unreachable", "failing task"):
+        table.add_column(column, justify="left" if column in ("node", "failing task") else "right")
+    failures = {f.host: f for f in result.failures}
+    for host in hosts:
+        stats = result.stats.get(host, {})
+        failure = failures.get(host)
+        detail = Text("")
+        if failure is not None:
+            detail = Text(f"{failure.task}: {failure.message}", style="red")
+        table.add_row(
+            host,
+            str(stats.get("ok", 0)),
+            str(stats.get("changed", 0)),
+            str(stats.get("failures", 0)),
+            str(stats.get("dark", 0)),
+            detail,
+        )
+    return table
