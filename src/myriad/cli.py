@@ -109,6 +109,22 @@ def _split(value: str | None) -> list[str] | None:
     return [part for part in value.split(",") if part] if value else None
 
 
+def _cmd_validate(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from myriad.validate.service import run_validate
+
+    return run_validate(
+        args.spec,
+        inventory_dir=args.inventory,
+        stack=args.stack,
+        stack_outputs=args.stack_outputs,
+        json_output=args.json,
+        junit=args.junit,
+        perf=args.perf,
+        limit=_split(args.limit),
+        console=out,
+    )
+
+
 def _cmd_schema(args: argparse.Namespace, out: Console, err: Console) -> int:
     from myriad.spec.models import Cluster
 
@@ -186,6 +202,24 @@ def build_parser() -> argparse.ArgumentParser:
     status = commands.add_parser("status", help="nodes, their state and the last run's result")
     status.add_argument("spec", type=Path, help="the cluster.yaml")
     status.set_defaults(handler=_cmd_status)
+
+    validate = commands.add_parser(
+        "validate", help="check every node's deployed state against the spec"
+    )
+    validate.add_argument("spec", type=Path, help="the cluster.yaml")
+    validate.add_argument(
+        "--inventory", type=Path, metavar="DIR", help="an inventory from `myriad render`"
+    )
+    where = validate.add_mutually_exclusive_group()
+    where.add_argument("--stack", metavar="ENV", help="node addresses from this Pulumi stack")
+    where.add_argument("--stack-outputs", type=Path, metavar="FILE", help="...or from a file")
+    validate.add_argument("--json", action="store_true", help="the report as JSON on stdout")
+    validate.add_argument("--junit", type=Path, metavar="FILE", help="also write JUnit XML")
+    validate.add_argument(
+        "--perf", action="store_true", help="also run nccl-tests and ib_write_bw (real clusters)"
+    )
+    validate.add_argument("--limit", metavar="HOSTS", help="comma-separated hosts or groups")
+    validate.set_defaults(handler=_cmd_validate)
 
     schema = commands.add_parser("schema", help="print the JSON Schema of cluster.yaml")
     schema.set_defaults(handler=_cmd_schema)

@@ -8,8 +8,6 @@ The mirror discovery tests are plain unit tests fed sample apt source files.
 from __future__ import annotations
 
 import contextlib
-import os
-import shutil
 import subprocess
 import time
 import uuid
@@ -19,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from myriad.provision.local import SYSTEMD_RUN_OPTIONS
 from myriad.provision.node_image import (
     MIRROR_ENV,
     RECIPE_LABEL,
@@ -30,20 +29,6 @@ from myriad.provision.node_image import (
     node_image_recipe,
 )
 
-# The options that let systemd run as PID 1 without --privileged (which this kernel refuses).
-SYSTEMD_RUN_OPTIONS = (
-    "--cap-add",
-    "SYS_ADMIN",
-    "--security-opt",
-    "seccomp=unconfined",
-    "--cgroupns=host",
-    "--volume",
-    "/sys/fs/cgroup:/sys/fs/cgroup:rw",
-    "--tmpfs",
-    "/run",
-    "--tmpfs",
-    "/run/lock",
-)
 BOOT_TIMEOUT_S = 90.0
 COMMAND_TIMEOUT_S = 180.0
 # Reusing the image is one `docker info` and one `docker image inspect`; a rebuild takes minutes.
@@ -57,30 +42,6 @@ def _docker(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     if check and result.returncode != 0:
         pytest.fail(f"docker {' '.join(args)} failed ({result.returncode}):\n{result.stderr}")
     return result
-
-
-def _docker_unavailable_reason() -> str | None:
-    if shutil.which("docker") is None:
-        return "the docker CLI is not installed"
-    try:
-        result = subprocess.run(["docker", "info"], capture_output=True, text=True, timeout=30)
-    except subprocess.TimeoutExpired:
-        return "`docker info` did not answer within 30s"
-    if result.returncode != 0:
-        return f"the Docker daemon does not answer ({result.stderr.strip()[-200:]})"
-    return None
-
-
-@pytest.fixture(scope="module")
-def docker_available() -> None:
-    reason = _docker_unavailable_reason()
-    if reason is None:
-        return
-    message = f"{reason}; run .ci/docker.sh as root to install and start Docker"
-    # On CI a missing daemon is a broken runner, and a skip would hide that.
-    if os.environ.get("CI", "").strip().lower() == "true":
-        pytest.fail(f"CI=true but {message}", pytrace=False)
-    pytest.skip(message)
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,13 @@ from myriad.plan.model import Plan
 from myriad.provision.stack_outputs import StackNode
 from myriad.render.addresses import host_addresses
 from myriad.render.nodes import NodeRecord, iter_nodes
-from myriad.render.role_vars import cluster_vars, host_role_vars, pool_vars, slurm_topology
+from myriad.render.role_vars import (
+    cluster_vars,
+    host_role_vars,
+    pool_vars,
+    role_group_vars,
+    slurm_topology,
+)
 from myriad.spec.catalog_models import Catalog
 from myriad.spec.models import Cluster
 
@@ -106,6 +112,7 @@ def build_inventory(
         "all": cluster_vars(spec, catalog, plan, nodes, addresses)
     }
     group_vars["all"]["slurm_topology_switches"] = slurm_topology(spec, plan, nodes)
+    group_vars.update(role_group_vars(spec, nodes, addresses))
     for name, values in pool_vars_by_name.items():
         group_vars[f"pool_{name}"] = values
     return Inventory(

@@ -70,11 +70,20 @@ CONTAINER_NODE_VARS: dict[str, Any] = {
     "common_time_sync_control_clock": False,
     "common_time_pools": [],
     "nvidia_driver_manage_kernel_module": False,
+    # Only Debian's own driver branch is reachable from the containers.
+    "nvidia_driver_source": "distribution",
     "rdma_kernel_modules_load": False,
     "roce_apply": False,
     "infiniband_opensm_start": False,
     "storage_net_apply": False,
     "container_runtime_package_source": "distribution",
+    # Docker inside an unprivileged container: no iptables (no NET_ADMIN), no overlay mounts.
+    "container_runtime_docker_daemon_options": {
+        "iptables": False,
+        "ip-masq": False,
+        "bridge": "none",
+        "storage-driver": "vfs",
+    },
     "container_runtime_nvidia_toolkit_install": False,
     "container_runtime_enroot_install": False,
     "container_runtime_pyxis_install": False,
@@ -322,3 +331,23 @@ def slurm_topology(spec: Cluster, plan: Plan, nodes: Sequence[NodeRecord]) -> li
     if len(island_names) > 1:
         switches.append({"name": "core", "switches": island_names})
     return switches
+
+
+def role_group_vars(
+    spec: Cluster, nodes: Sequence[NodeRecord], addresses: Mapping[str, str]
+) -> dict[str, dict[str, Any]]:
+    """Per role group: controllers keep time for the cluster, every other node asks them.
+
+    One time source inside the cluster keeps clocks close to each other even when the
+    upstream pools are far away or unreachable; Slurm and munge reject skewed credentials.
+    """
+    controllers = [addresses[n.name] for n in nodes if n.role == "controller"]
+    if not controllers:
+        return {}
+    clients = {"common_time_servers": controllers}
+    return {
+        "controller": {"common_time_serve_networks": [spec.network.addressing.management]},
+        "login": dict(clients),
+        "compute": dict(clients),
+        "storage": dict(clients),
+    }

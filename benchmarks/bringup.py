@@ -1,0 +1,108 @@
+"""Time `myriad up` on the local cluster: the first run, and a run with nothing to change.
+
+For the example spec (4 nodes) and a 16-node variant, per phase (containers, bring-up,
+validation), with Myriad's tuned Ansible settings and with plain Ansible defaults (5 forks,
+no pipelining, no fact cache) on the same nodes. Targets (issue #6): a no-change `up` of 4
+nodes under 60 s on a 2-core machine, and 16 nodes under twice the 4-node time.
+
+    .venv/bin/python benchmarks/bringup.py [--sizes 4 16] [--keep]
+
+Needs Docker and the node image (scripts/bootstrap); removes its clusters afterwards.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+LOCAL = ROOT / "inventories" / "local" / "cluster.yaml"
+PHASE = re.compile(r"^✓ (?P<name>[a-z -]+?)(?: — .*)? \((?P<seconds>[0-9.]+) s\)$")
+RECAP = re.compile(r"^Recap \((?P<status>\w+), (?P<seconds>[0-9.]+) s\)")
+
+
+@dataclass
+class Run:
+    label: str
+    seconds: float
+    phases: dict[str, float]
+    ok: bool
+
+
+def spec_for(nodes: int, folder: Path) -> Path:
+    """The local example with `nodes - 1` compute containers and its own name and network."""
+    if nodes == 4:
+        return LOCAL
+    text = LOCAL.read_text()
+    text = text.replace("name: local", f"name: bench{nodes}")
+    text = text.replace("count: 3, role: compute", f"count: {nodes - 1}, role: compute")
+    text = text.replace("172.31.77.0/24", "172.31.78.0/24")
+    path = folder / f"bench{nodes}.yaml"
+    path.write_text(text)
+    return path
+
+
+def myriad(*args: str, state: Path) -> tuple[float, str, int]:
+    env = {**os.environ, "MYRIAD_STATE_DIR": str(state), "COLUMNS": "200"}
+    start = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "myriad.cli", *args],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=3600, check=False,
+    )  # fmt: skip
+    return time.monotonic() - start, done.stdout + done.stderr, done.returncode
+
+
+def phases_of(output: str) -> dict[str, float]:
+    phases: dict[str, float] = {}
+    for line in output.splitlines():
+        line = line.strip()
+        if match := PHASE.match(line):
+            phases[match["name"]] = float(match["seconds"])
+        elif match := RECAP.match(line):
+            phases["bring-up"] = float(match["seconds"])
+    return phases
+
+
+def run(label: str, spec: Path, state: Path, *extra: str) -> Run:
+    seconds, output, rc = myriad("up", str(spec), *extra, state=state)
+    if rc != 0:
+        print(output[-4000:], file=sys.stderr)
+    return Run(label, seconds, phases_of(output), rc == 0)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[4, 16])
+    parser.add_argument("--keep", action="store_true", help="leave the clusters running")
+    args = parser.parse_args()
+    results: list[tuple[int, Run]] = []
+    with tempfile.TemporaryDirectory(prefix="myriad-bench-") as tmp:
+        folder = Path(tmp)
+        for nodes in args.sizes:
+            spec = spec_for(nodes, folder)
+            state = folder / f"state{nodes}"
+            myriad("down", str(spec), "--yes", state=state)
+            results.append((nodes, run("first up", spec, state)))
+            results.append((nodes, run("no-change up, tuned", spec, state)))
+            results.append((nodes, run("no-change up, Ansible defaults", spec, state,
+                                       "--ansible-defaults")))  # fmt: skip
+            if not args.keep:
+                myriad("down", str(spec), "--yes", state=state)
+    names = ["containers", "inventory", "bring-up", "validation"]
+    print(f"{'nodes':>5}  {'run':<31} {'total s':>8} " + " ".join(f"{n:>11}" for n in names))
+    for nodes, result in results:
+        cells = " ".join(f"{result.phases.get(n, float('nan')):>11.1f}" for n in names)
+        flag = "" if result.ok else "  FAILED"
+        print(f"{nodes:>5}  {result.label:<31} {result.seconds:>8.1f} {cells}{flag}")
+    return 0 if all(r.ok for _, r in results) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
