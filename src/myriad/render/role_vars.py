@@ -185,13 +185,13 @@ def _storage_vars(spec: Cluster) -> dict[str, Any]:
 
 
 def _container_vars(spec: Cluster, plan: Plan) -> dict[str, Any]:
-    # Enroot + Pyxis let Slurm jobs run GPU containers (srun --container-image); the SPANK
-    # plugin must be configured alike on every node that runs srun or slurmd.
-    gpu_slurm = spec.software.orchestrator == "slurm" and plan.gpus > 0
+    # Enroot and Pyxis install from NVIDIA's GitHub releases only with checksums the operator
+    # vouches for, so they stay off until the inventory adds container_runtime_enroot_* /
+    # container_runtime_pyxis_* (see roles/container_runtime/README.md).
     return {
         "container_runtime_engine": spec.software.container_runtime,
-        "container_runtime_enroot_enabled": gpu_slurm,
-        "container_runtime_pyxis_enabled": gpu_slurm,
+        "container_runtime_enroot_enabled": False,
+        "container_runtime_pyxis_enabled": False,
     }
 
 
@@ -256,6 +256,9 @@ def pool_vars(spec: Cluster, catalog: Catalog, pool: Pool) -> dict[str, Any]:
         variables["myriad_gpu"] = {"model": profile.gpu.model, "count": gpus}
         variables["nvidia_driver_fabricmanager"] = profile.nvswitch > 0
     compute = ports(profile, catalog, "compute", fabric)
+    if not compute or fabric == "ethernet":
+        # Enroot's Mellanox hook fails container starts on nodes that have no HCA.
+        variables["container_runtime_enroot_mellanox_devices"] = ""
     if compute and fabric != "ethernet":
         variables["nccl_hcas"] = [
             {"name": p.device, "port": 1, "rail": p.index, "netdev": p.interface} for p in compute

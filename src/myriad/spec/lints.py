@@ -499,6 +499,18 @@ def software_fit(loaded: LoadedSpec, plan: Plan) -> Iterator[Finding]:
                 path=("network", "infiniband"),
                 numbers={"sm_nodes": len(ib.sm_nodes)},
             )
+    if (
+        spec.software.orchestrator == "kubernetes"
+        and spec.software.container_runtime != "containerd"
+    ):
+        yield Finding(
+            id="kubernetes-runtime",
+            severity="error",
+            message="Kubernetes has not run on Docker since 1.24 (dockershim was removed); "
+            "kubeadm needs containerd",
+            suggestion="set software.container_runtime: containerd",
+            path=("software", "container_runtime"),
+        )
     if spec.network.fabric == "roce" and spec.software.doca_version is None:
         yield Finding(
             id="roce-tools",

@@ -12,7 +12,9 @@ import difflib
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from functools import lru_cache
+from operator import attrgetter
+from typing import Any, Literal, NamedTuple
 
 from myriad.validate.expectations import (
     CHECK_TITLES,
@@ -23,6 +25,7 @@ from myriad.validate.expectations import (
     Each,
     GpuModelExpect,
     GresExpect,
+    HostsBlock,
     Link,
     MountExpect,
     NodeExpectations,
@@ -40,8 +43,10 @@ CHECK_ORDER = {check: i for i, check in enumerate((REACHABLE, *CHECK_TITLES))}
 SHOWN = 4
 
 
-@dataclass(frozen=True, slots=True)
-class CheckResult:
+# CheckResult and Outcome are NamedTuples, not frozen dataclasses: a frozen dataclass sets
+# each field through object.__setattr__, and half a million results (12,500 nodes) made
+# that the largest single cost of evaluating a cluster. They are just as immutable.
+class CheckResult(NamedTuple):
     node: str
     check: str
     status: Status
@@ -52,8 +57,7 @@ class CheckResult:
     detail: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class Outcome:
+class Outcome(NamedTuple):
     status: Status
     actual: str
     detail: str = ""
@@ -177,10 +181,9 @@ Evaluator = Callable[[Any, NodeFacts, ClusterView, str], Outcome]
 
 
 def _unit(expected: str, facts: NodeFacts, view: ClusterView, node: str) -> Outcome:
-    state = facts.unit(expected)
-    if not state.ok:
-        return unavailable(state)
-    value = state.get()
+    if not facts.units.ok:
+        return unavailable(facts.units)
+    value = facts.units.get().get(expected, "unknown")
     return passed(f"{expected} active") if value == "active" else failed(f"{expected} {value}")
 
 
@@ -191,18 +194,32 @@ def _host_name(expected: str, facts: NodeFacts, view: ClusterView, node: str) ->
     return passed(name) if name.split(".")[0] == expected else failed(name)
 
 
-def _hosts_file(
-    expected: tuple[tuple[str, str], ...], facts: NodeFacts, view: ClusterView, node: str
-) -> Outcome:
+def _hosts_file(expected: HostsBlock, facts: NodeFacts, view: ClusterView, node: str) -> Outcome:
     if not facts.hosts_file.ok:
         return unavailable(facts.hosts_file)
+    hosts = facts.hosts_file.get()
+    count = len(expected.entries)
+    # The common role writes the same block everywhere: identity (interned) or one compare.
+    if hosts.block is expected.text or hosts.block == expected.text:
+        return passed(f"all {count} hosts in the managed block")
     names_of: dict[str, set[str]] = {}
-    for line in facts.hosts_file.get().splitlines():
-        fields = line.split("#", 1)[0].split()
-        if len(fields) >= 2:
-            names_of.setdefault(fields[0], set()).update(fields[1:])
-    missing = [f"{a} {n}" for a, n in expected if n not in names_of.get(a, ())]
-    return _verdict(["missing " + m for m in missing], f"all {len(expected)} hosts listed")
+    listed: list[tuple[str, tuple[str, ...]]] = []
+    for source in (hosts.block or "", hosts.rest):
+        for line in source.splitlines():
+            fields = line.split("#", 1)[0].split()
+            if len(fields) >= 2:
+                names_of.setdefault(fields[0], set()).update(fields[1:])
+                if source is hosts.block:
+                    listed.append((fields[0], tuple(fields[1:])))
+    problems = [
+        f"missing {address} {names[0]}"
+        for address, names in expected.entries
+        if not set(names) <= names_of.get(address, set())
+    ]
+    wanted = set(expected.entries)
+    problems += [f"not in the spec: {a} {' '.join(n)}" for a, n in listed if (a, n) not in wanted]
+    where = "" if hosts.block is not None else " (no managed block: listed elsewhere)"
+    return _verdict(problems, f"all {count} hosts listed{where}")
 
 
 def _time_synchronised(expected: bool, facts: NodeFacts, view: ClusterView, node: str) -> Outcome:
@@ -226,12 +243,17 @@ def _limit(value: str) -> str:
 def _limits_memlock(expected: str, facts: NodeFacts, view: ClusterView, node: str) -> Outcome:
     if not facts.limits.ok:
         return unavailable(facts.limits)
-    want = _limit(expected)
+    return _memlock_lines(tuple(sorted(facts.limits.get().items())), _limit(expected))
+
+
+@lru_cache(maxsize=256)
+def _memlock_lines(files: tuple[tuple[str, str], ...], want: str) -> Outcome:
+    """Nodes share their limits files (the texts are interned): read each set once."""
     covered: set[str] = set()
     problems = []
     # pam_limits: a line for root applies to root only, `*` to everyone else; any memlock
     # line for either that sets another value than the spec's leaves some session short.
-    for path, text in sorted(facts.limits.get().items()):
+    for path, text in files:
         for line in text.splitlines():
             fields = line.split("#", 1)[0].split()
             if len(fields) != 4 or fields[2] != "memlock" or fields[0] not in ("*", "root"):
@@ -336,6 +358,10 @@ def _gpu_health(expected: bool, facts: NodeFacts, view: ClusterView, node: str) 
     return _verdict(problems, "no pending or failed remaps")
 
 
+# 12,500 nodes x 8 GPUs x 18 links: attrgetter keeps the loop over links in C.
+_INACTIVE = attrgetter("inactive")
+
+
 def _gpu_nvlink(expected: int, facts: NodeFacts, view: ClusterView, node: str) -> Outcome:
     if not facts.nvlink.ok:
         return unavailable(facts.nvlink)
@@ -345,7 +371,7 @@ def _gpu_nvlink(expected: int, facts: NodeFacts, view: ClusterView, node: str) -
     short = [
         f"GPU {gpu.index}: {gpu.active_links}/{expected} up"
         for gpu in status.gpus
-        if gpu.active_links != expected
+        if len(gpu.links) != expected or any(map(_INACTIVE, gpu.links))
     ]
     return _verdict(short, f"{expected} links up on {len(status.gpus)} GPUs")
 
@@ -376,13 +402,6 @@ def _peermem(expected: str, facts: NodeFacts, view: ClusterView, node: str) -> O
 # HCAs and NICs -----------------------------------------------------------------------------
 
 
-def _hca_ports(facts: NodeFacts) -> Fact[dict[str, Any]]:
-    """RDMA device → its first port (the one a NIC of the spec uses)."""
-    return facts.hcas.map(
-        lambda report: {d.name: (d.ports[0] if d.ports else None) for d in report.devices}
-    )
-
-
 def _hca_present(
     expected: tuple[str, ...], facts: NodeFacts, view: ClusterView, node: str
 ) -> Outcome:
@@ -396,7 +415,7 @@ def _hca_present(
 def _hca_state(
     expected: tuple[str, ...], facts: NodeFacts, view: ClusterView, node: str
 ) -> Outcome:
-    ports = _hca_ports(facts)
+    ports = facts.hca_ports
     if not ports.ok:
         return unavailable(ports)
     problems = []
@@ -411,7 +430,7 @@ def _hca_state(
 
 def _hca_each(attribute: str, unit: str) -> Evaluator:
     def evaluate(expected: Each, facts: NodeFacts, view: ClusterView, node: str) -> Outcome:
-        ports = _hca_ports(facts)
+        ports = facts.hca_ports
         if not ports.ok:
             return unavailable(ports)
         problems = []
@@ -446,33 +465,35 @@ def _nic_pcie(expected: DeviceLinks, facts: NodeFacts, view: ClusterView, node: 
 # RoCE -----------------------------------------------------------------------------------
 
 
+def _qos_of(facts: NodeFacts, netdev: str) -> tuple[Any, str | None, Outcome | None]:
+    """A NIC's QoS, or the problem to list (tool missing), or the outcome (unreadable)."""
+    qos = facts.qos.get(netdev)
+    if qos is not None and qos.state == "ok":
+        return qos.value, None, None
+    if qos is None:
+        return None, None, Outcome("error", f"mlnx_qos -i {netdev} was not gathered")
+    outcome = unavailable(qos)
+    if outcome.status == "error":
+        return None, None, outcome
+    return None, f"{netdev}: {qos.detail}", None
+
+
 def _qos_each(read: Callable[[Any], Any], show: Callable[[Any], str]) -> Evaluator:
     def evaluate(expected: Each, facts: NodeFacts, view: ClusterView, node: str) -> Outcome:
         problems = []
         for netdev in expected.names:
-            qos = facts.qos.get(netdev, Fact("not-gathered", detail=f"mlnx_qos -i {netdev}"))
-            if not qos.ok:
-                outcome = unavailable(qos)
-                if outcome.status == "error":
-                    return outcome
-                problems.append(f"{netdev}: {qos.detail}")
+            qos, problem, outcome = _qos_of(facts, netdev)
+            if outcome is not None:
+                return outcome
+            if problem is not None:
+                problems.append(problem)
                 continue
-            value = read(qos.get())
-            if not _qos_matches(value, expected.value):
+            value = read(qos)
+            if value != expected.value:
                 problems.append(f"{netdev}: {show(value)}")
-        return _verdict(problems, f"{show(_qos_shown(expected.value))} on {len(expected.names)}")
+        return _verdict(problems, f"{show(expected.value)} on {len(expected.names)}")
 
     return evaluate
-
-
-def _qos_matches(value: Any, expected: Any) -> bool:
-    if isinstance(expected, tuple):  # DSCP → priority pairs
-        return all(value.get(dscp) == prio for dscp, prio in expected)
-    return bool(value == expected)
-
-
-def _qos_shown(expected: Any) -> Any:
-    return dict(expected) if isinstance(expected, tuple) else expected
 
 
 def _pfc_value(qos: Any) -> Any:
@@ -484,17 +505,26 @@ def _show_pfc(value: Any) -> str:
     return f"PFC on {value}" if isinstance(value, int) else f"PFC on {list(value) or 'none'}"
 
 
-def _show_dscp(value: Any) -> str:
-    return ", ".join(f"{d}→{p}" for d, p in sorted(value.items())[: SHOWN * 2])
+def _show_dscp(pairs: Iterable[tuple[int, int | None]]) -> str:
+    return ", ".join(f"{dscp}→{priority}" for dscp, priority in pairs)
 
 
 def _roce_dscp(expected: Each, facts: NodeFacts, view: ClusterView, node: str) -> Outcome:
-    wanted = dict(expected.value)
-
-    def read(qos: Any) -> dict[int, int | None]:
-        return {dscp: qos.dscp_to_priority.get(dscp) for dscp in wanted}
-
-    return _qos_each(read, _show_dscp)(expected, facts, view, node)
+    pairs: tuple[tuple[int, int], ...] = expected.value
+    problems = []
+    for netdev in expected.names:
+        qos, problem, outcome = _qos_of(facts, netdev)
+        if outcome is not None:
+            return outcome
+        if problem is not None:
+            problems.append(problem)
+            continue
+        table = qos.dscp_to_priority
+        for dscp, priority in pairs:
+            if table.get(dscp) != priority:
+                problems.append(f"{netdev}: {_show_dscp((d, table.get(d)) for d, _ in pairs)}")
+                break
+    return _verdict(problems, f"{_show_dscp(pairs)} on {len(expected.names)}")
 
 
 def _link_mtu(expected: Each, facts: NodeFacts, view: ClusterView, node: str) -> Outcome:
@@ -618,8 +648,8 @@ def _nccl_conf(expected: str, facts: NodeFacts, view: ClusterView, node: str) ->
             return failed("/etc/nccl.conf does not exist")
         return unavailable(facts.nccl_conf)
     actual = facts.nccl_conf.get()
-    if actual == expected:
-        return passed(f"{len(_settings(actual))} settings as expected")
+    if actual is expected or actual == expected:
+        return passed("identical to the expected file")
     want, have = _settings(expected), _settings(actual)
     problems = [
         f"{k}={have[k]} (expected {want[k]})" for k in want if k in have and have[k] != want[k]
@@ -764,8 +794,9 @@ def describe(check: str, expected: Any) -> str:
         ("slurm.munge", "slurm.slurmd", "slurm.slurmctld", "k8s.kubelet")
     ):
         return f"{expected} active"
-    if check == "hosts.file":
-        return f"{len(expected)} hosts: " + _listed([f"{a} {n}" for a, n in expected])
+    if isinstance(expected, HostsBlock):
+        shown = _listed([f"{a} {' '.join(n)}" for a, n in expected.entries])
+        return f"{len(expected.entries)} hosts: {shown}"
     if check == "gpu.model":
         return expected.model
     if check == "gpu.memory":
@@ -784,7 +815,7 @@ def describe(check: str, expected: Any) -> str:
         suffix = "" if check == "hca.present" else " ACTIVE/LinkUp"
         return _listed(list(expected)) + suffix
     if isinstance(expected, Each):
-        value = _qos_shown(expected.value)
+        value = expected.value
         if check == "roce.dscp":
             value = _show_dscp(value)
         elif check == "roce.pfc":
@@ -866,29 +897,17 @@ def evaluate_node(
     cache = described if described is not None else {}
     node = expectations.node
     results = [reachable_result(node, facts.seconds)]
+    append = results.append
     for exp in expectations.expectations:
         if not exp.applies:
-            results.append(
-                CheckResult(node, exp.check, "not-applicable", "", exp.reason, exp.spec_field)
-            )
+            append(CheckResult(node, exp.check, "not-applicable", "", exp.reason, exp.spec_field))
             continue
-        outcome = EVALUATORS[exp.check](exp.expected, facts, view, node)
+        status, actual, detail = EVALUATORS[exp.check](exp.expected, facts, view, node)
         text = cache.get(id(exp))
         if text is None:
             text = cache[id(exp)] = describe(exp.check, exp.expected)
-        fix = exp.fix.replace("{node}", node) if outcome.status in ("fail", "error") else ""
-        results.append(
-            CheckResult(
-                node,
-                exp.check,
-                outcome.status,
-                text,
-                outcome.actual,
-                exp.spec_field,
-                fix,
-                outcome.detail,
-            )
-        )
+        fix = exp.fix.replace("{node}", node) if status in ("fail", "error") else ""
+        append(CheckResult(node, exp.check, status, text, actual, exp.spec_field, fix, detail))
     return results
 
 

@@ -13,6 +13,7 @@ are per node, so 12,500 nodes cost a few shared tuples, not half a million objec
 
 from __future__ import annotations
 
+import sys
 from collections import ChainMap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -202,6 +203,24 @@ class MountExpect:
 
 
 @dataclass(frozen=True, slots=True)
+class HostsBlock:
+    """The cluster's hosts: (address, names) per host, and the managed block of /etc/hosts
+    exactly as roles/common/templates/hosts-block.j2 writes it (interned, see facts)."""
+
+    entries: tuple[tuple[str, tuple[str, ...]], ...]
+    text: str
+
+
+def hosts_block(hosts: Sequence[Mapping[str, Any]]) -> HostsBlock:
+    entries = tuple(
+        (str(h["address"]), (str(h["name"]), *(str(a) for a in h.get("aliases") or ())))
+        for h in hosts
+    )
+    text = "\n".join(f"{address:<15} {' '.join(names)}" for address, names in entries)
+    return HostsBlock(entries, sys.intern(text))
+
+
+@dataclass(frozen=True, slots=True)
 class SessionLimit:
     """The memlock a login session gets. A container (provider local) cannot raise a limit
     above what its engine gave PID 1, so there the ceiling is the most it can show."""
@@ -341,7 +360,7 @@ class _Context:
 def _common(c: _Context) -> list[Expectation]:
     v = c.variables
     every = "pools (every node)"
-    hosts = tuple((h["address"], h["name"]) for h in v.get("common_hosts") or [])
+    hosts = hosts_block(v.get("common_hosts") or [])
     out = [
         Expectation(
             "hosts.file",
@@ -349,7 +368,7 @@ def _common(c: _Context) -> list[Expectation]:
             "pools, network.addressing.management",
             bringup_fix("common", "the cluster's hosts block in /etc/hosts is incomplete"),
         )
-        if hosts
+        if hosts.entries
         else skip("hosts.file", "pools", "the inventory lists no cluster hosts"),
     ]
     sync = v.get("common_time_sync", "chrony")

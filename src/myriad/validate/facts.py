@@ -20,14 +20,16 @@ import base64
 import gzip
 import json
 import re
+import sys
 import zlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any, Generic, Literal, TypeVar
 
 from myriad.validate.parsers import (
     Bond,
     DockerInfo,
+    IbPort,
     IbReport,
     Interface,
     KubeNode,
@@ -122,6 +124,21 @@ class Memlock:
     ceiling: str | None = None
 
 
+# roles/common/vars/main.yml `__common_hosts_marker`, with {mark} = BEGIN / END.
+HOSTS_BEGIN = "# BEGIN MYRIAD MANAGED BLOCK: cluster hosts"
+HOSTS_END = "# END MYRIAD MANAGED BLOCK: cluster hosts"
+
+
+@dataclass(frozen=True, slots=True)
+class HostsFile:
+    """/etc/hosts split into the common role's managed block (None when there is none)
+    and everything else. The block lists every node of the cluster, identical on each:
+    it is interned, so 12,500 nodes hold one copy and compare it by identity."""
+
+    block: str | None
+    rest: str
+
+
 @dataclass(frozen=True, slots=True)
 class Mount:
     target: str
@@ -165,7 +182,7 @@ class NodeFacts:
     limits: Fact[Mapping[str, str]]
     units: Fact[Mapping[str, str]]
     modules: Fact[frozenset[str]]
-    hosts_file: Fact[str]
+    hosts_file: Fact[HostsFile]
     mount: Fact[Mount | None]
     time: Fact[TimeSync]
     slurm_nodes: Fact[tuple[SlurmNode, ...]] = NOT_GATHERED
@@ -173,6 +190,15 @@ class NodeFacts:
     sinfo: Fact[tuple[SinfoNode, ...]] = NOT_GATHERED
     kube_nodes: Fact[tuple[KubeNode, ...]] = NOT_GATHERED
     seconds: float | None = None
+    # Each RDMA device's first port (the one the spec's NICs use), read once for the
+    # several HCA checks.
+    hca_ports: Fact[Mapping[str, IbPort | None]] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        ports = self.hcas.map(
+            lambda report: {d.name: (d.ports[0] if d.ports else None) for d in report.devices}
+        )
+        object.__setattr__(self, "hca_ports", ports)
 
     def unit(self, name: str) -> Fact[str]:
         """`systemctl is-active` of one unit: active, inactive, failed, ..."""
@@ -248,7 +274,8 @@ def _text_files(tool: str) -> Callable[[str], Mapping[str, str]]:
         data = _json_object(tool, text)
         if not all(isinstance(v, str) for v in data.values()):
             raise ParseFailure(tool, "file contents must be text")
-        return data
+        # Configuration files are the same on most nodes: one copy of each text.
+        return {sys.intern(path): sys.intern(text) for path, text in data.items()}
 
     return parse
 
@@ -365,6 +392,23 @@ def _memlock(text: str) -> Memlock:
     return Memlock(soft=lines[-2], hard=lines[-1])
 
 
+def _hosts(text: str) -> HostsFile:
+    lines = text.splitlines()
+    try:
+        begin, end = lines.index(HOSTS_BEGIN), lines.index(HOSTS_END)
+    except ValueError:
+        return HostsFile(None, text)
+    if end < begin:
+        return HostsFile(None, text)
+    block = sys.intern("\n".join(lines[begin + 1 : end]))
+    return HostsFile(block, "\n".join(lines[:begin] + lines[end + 1 :]))
+
+
+def _shared(text: str) -> str:
+    # Files the roles render alike on every node: one copy for all of them.
+    return sys.intern(text)
+
+
 def _mount(text: str) -> Mount | None:
     if not text.strip():
         return None
@@ -436,7 +480,9 @@ def _hcas(probes: Mapping[str, Any]) -> tuple[Fact[IbReport], Fact[Mapping[str, 
 def unreadable(host: str, reason: str) -> NodeFacts:
     """A node whose document could not be used at all: every fact says why."""
     broken: Fact[Any] = Fact("unreadable", detail=reason)
-    values = {f.name: broken for f in fields(NodeFacts) if f.name not in ("host", "seconds")}
+    values = {
+        f.name: broken for f in fields(NodeFacts) if f.init and f.name not in ("host", "seconds")
+    }
     values["qos"] = {}
     return NodeFacts(host=host, **values)
 
@@ -495,7 +541,7 @@ def node_facts(host: str, document: object) -> NodeFacts:
         containerd=read_probe(
             probes, "containerd_config", "containerd config", _text_files("containerd config")
         ),
-        nccl_conf=read_probe(probes, "nccl_conf", "/etc/nccl.conf", lambda text: text),
+        nccl_conf=read_probe(probes, "nccl_conf", "/etc/nccl.conf", _shared),
         memlock=_with_ceiling(
             read_probe(probes, "memlock_session", "ulimit -l in su -", _memlock),
             read_probe(probes, "init_limits", "/proc/1/limits", init_memlock),
@@ -506,7 +552,7 @@ def node_facts(host: str, document: object) -> NodeFacts:
             probes, "units", "systemctl is-active", _units(units), accept_rc=_has_stdout
         ),
         modules=read_probe(probes, "modules", "/proc/modules", _modules),
-        hosts_file=read_probe(probes, "hosts", "/etc/hosts", lambda text: text),
+        hosts_file=read_probe(probes, "hosts", "/etc/hosts", _hosts),
         # findmnt exits 1 with no output when nothing is mounted there: an answer, not a fault.
         mount=read_probe(probes, "findmnt", "findmnt", _mount, accept_rc=lambda p: p.rc in (0, 1)),
         time=_time(probes),

@@ -155,15 +155,20 @@ def read_file(path: str) -> Record:
     return _record(0, text)
 
 
-def read_files(patterns: list[str]) -> Record:
-    """Several files as one probe: stdout is a JSON object of path -> content."""
+def at(root: str, path: str) -> str:
+    """`path` of the node under `root` (`/` on a node; a fake tree in tests)."""
+    return os.path.join(root, path.lstrip("/"))
+
+
+def read_files(root: str, patterns: list[str]) -> Record:
+    """Several files as one probe: stdout is a JSON object of node path -> content."""
     contents: dict[str, str] = {}
     for pattern in patterns:
-        for path in sorted(glob.glob(pattern)):
+        for path in sorted(glob.glob(at(root, pattern))):
             if os.path.isfile(path):
                 text = read_text(path)
                 if text is not None:
-                    contents[path] = text
+                    contents["/" + os.path.relpath(path, root)] = text
     if not contents:
         return _record(None, stderr=f"none of {', '.join(patterns)} exists", missing=True)
     return _record(0, json.dumps(contents, sort_keys=True))
@@ -177,15 +182,17 @@ def _attr(path: str) -> str | None:
         return None
 
 
-def sysfs_infiniband() -> Record:
+def sysfs_infiniband(root: str) -> Record:
     """Port state, rate and link layer of every RDMA device, its PCI function and netdevs."""
-    root = "/sys/class/infiniband"
-    if not os.path.isdir(root):
-        return _record(None, stderr=f"{root} does not exist (no RDMA devices)", missing=True)
+    top = at(root, "/sys/class/infiniband")
+    if not os.path.isdir(top):
+        return _record(
+            None, stderr="/sys/class/infiniband does not exist (no RDMA devices)", missing=True
+        )
     files: dict[str, str] = {}
     devices: dict[str, dict[str, Any]] = {}
-    for device in sorted(os.listdir(root)):
-        base = os.path.join(root, device)
+    for device in sorted(os.listdir(top)):
+        base = os.path.join(top, device)
         for name in ("fw_ver", "hca_type", "board_id", "node_guid"):
             value = _attr(os.path.join(base, name))
             if value is not None:
@@ -206,14 +213,14 @@ def sysfs_infiniband() -> Record:
     return _record(0, json.dumps({"files": files, "devices": devices}, sort_keys=True))
 
 
-def pci_links() -> Record:
+def pci_links(root: str) -> Record:
     """Link speed and width of NVIDIA and Mellanox PCI functions (physical functions only)."""
-    root = "/sys/bus/pci/devices"
-    if not os.path.isdir(root):
-        return _record(None, stderr=f"{root} does not exist", missing=True)
+    top = at(root, "/sys/bus/pci/devices")
+    if not os.path.isdir(top):
+        return _record(None, stderr="/sys/bus/pci/devices does not exist", missing=True)
     functions: dict[str, dict[str, str | None]] = {}
-    for address in sorted(os.listdir(root)):
-        base = os.path.join(root, address)
+    for address in sorted(os.listdir(top)):
+        base = os.path.join(top, address)
         vendor = _attr(os.path.join(base, "vendor"))
         if vendor not in PCI_VENDORS or os.path.exists(os.path.join(base, "physfn")):
             continue
@@ -232,13 +239,15 @@ def pci_links() -> Record:
     return _record(0, json.dumps(functions, sort_keys=True))
 
 
-def proc_bonding() -> Record:
-    root = "/proc/net/bonding"
-    if not os.path.isdir(root):
-        return _record(None, stderr=f"{root} does not exist (bonding not loaded)", missing=True)
+def proc_bonding(root: str) -> Record:
+    top = at(root, "/proc/net/bonding")
+    if not os.path.isdir(top):
+        return _record(
+            None, stderr="/proc/net/bonding does not exist (bonding not loaded)", missing=True
+        )
     bonds: dict[str, str] = {}
-    for name in sorted(os.listdir(root)):
-        text = read_text(os.path.join(root, name))
+    for name in sorted(os.listdir(top)):
+        text = read_text(os.path.join(top, name))
         if text is not None:
             bonds[name] = text
     return _record(0, json.dumps(bonds, sort_keys=True))
@@ -262,32 +271,32 @@ def kubectl_nodes(timeout: float) -> Record:
 
 def probes(args: argparse.Namespace) -> dict[str, Callable[[], Record]]:
     """Probe name -> zero-argument callable; names are the contract with myriad.validate.facts."""
-    t = args.timeout
+    t, root = args.timeout, args.root
     table: dict[str, Callable[[], Record]] = {
-        "hostname": lambda: read_file("/proc/sys/kernel/hostname"),
+        "hostname": lambda: read_file(at(root, "/proc/sys/kernel/hostname")),
         "nvidia_smi": lambda: run(["nvidia-smi", "-q", "-x"], t),
         "nvlink": lambda: run(["nvidia-smi", "nvlink", "--status"], t),
         "ibstat": lambda: run(["ibstat"], t),
-        "sysfs_infiniband": sysfs_infiniband,
-        "pci": pci_links,
-        "bonding": proc_bonding,
+        "sysfs_infiniband": lambda: sysfs_infiniband(root),
+        "pci": lambda: pci_links(root),
+        "bonding": lambda: proc_bonding(root),
         "ip_link": lambda: run(["ip", "-j", "-d", "link"], t),
         "docker_info": lambda: run(["docker", "info", "--format", "{{json .}}"], t),
-        "docker_daemon_json": lambda: read_file("/etc/docker/daemon.json"),
+        "docker_daemon_json": lambda: read_file(at(root, "/etc/docker/daemon.json")),
         "containerd_config": lambda: read_files(
-            ["/etc/containerd/config.toml", "/etc/containerd/conf.d/*.toml"]
+            root, ["/etc/containerd/config.toml", "/etc/containerd/conf.d/*.toml"]
         ),
-        "nccl_conf": lambda: read_file("/etc/nccl.conf"),
+        "nccl_conf": lambda: read_file(at(root, "/etc/nccl.conf")),
         "memlock_session": lambda: memlock_session(t),
         # What the node was started with: in a container, the most its sessions can get.
-        "init_limits": lambda: read_file("/proc/1/limits"),
+        "init_limits": lambda: read_file(at(root, "/proc/1/limits")),
         "limits": lambda: read_files(
-            ["/etc/security/limits.conf", "/etc/security/limits.d/*.conf"]
+            root, ["/etc/security/limits.conf", "/etc/security/limits.d/*.conf"]
         ),
         "units": lambda: run(["systemctl", "is-active", *args.units], t),
         # lsmod prints /proc/modules as a table; reading the file needs no kmod package.
-        "modules": lambda: read_file("/proc/modules"),
-        "hosts": lambda: read_file("/etc/hosts"),
+        "modules": lambda: read_file(at(root, "/proc/modules")),
+        "hosts": lambda: read_file(at(root, "/etc/hosts")),
         "timedatectl": lambda: run(["timedatectl", "show"], t),
         "chrony_tracking": lambda: run(["chronyc", "-n", "tracking"], t),
     }
@@ -352,6 +361,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--mount", default="", help="storage mount point to look up")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="per probe, s")
     parser.add_argument("--compress", action="store_true", help="print the document gzipped")
+    parser.add_argument("--root", default="/", help="read the node's files under ROOT (tests)")
     return parser.parse_args(argv)
 
 

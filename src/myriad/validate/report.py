@@ -12,7 +12,7 @@ import json
 import xml.etree.ElementTree as ET
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -137,7 +137,7 @@ class ValidationReport:
                 }
                 for s in self.by_check()
             ],
-            "results": [asdict(result) for result in self.results],
+            "results": [result._asdict() for result in self.results],
         }
 
 
