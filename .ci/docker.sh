@@ -31,6 +31,14 @@ if [ "${#need[@]}" -gt 0 ]; then
     die "apt-get install ${need[*]} failed"
 fi
 
+# Every systemd container takes inotify instances from the host's per-user budget (128 by
+# default); a cluster of 16 containers plus a Molecule scenario runs out, and systemd in the
+# next container stalls at boot.
+if [ "$(cat /proc/sys/fs/inotify/max_user_instances 2>/dev/null || echo 0)" -lt 1024 ]; then
+  sysctl -q -w fs.inotify.max_user_instances=1024 ||
+    echo "docker.sh: could not raise fs.inotify.max_user_instances; large local clusters may stall" >&2
+fi
+
 if timeout 10 docker info >/dev/null 2>&1; then
   echo "docker.sh: daemon already running"
   exit 0

@@ -18,11 +18,14 @@ from typing import Any, Literal, NamedTuple
 
 from myriad.validate.expectations import (
     CHECK_TITLES,
+    GPU_MEMORY_HIGH,
+    GPU_MEMORY_LOW,
     BondExpect,
     ClusterExpectations,
     DeviceLinks,
     Driver,
     Each,
+    Expectation,
     GpuModelExpect,
     GresExpect,
     HostsBlock,
@@ -114,16 +117,19 @@ class ClusterView:
 
 
 def _from_sinfo(facts: NodeFacts) -> Fact[Mapping[str, SlurmNodeView]]:
+    # sinfo's %T: "idle", "mixed-", "down*", "drained" (IDLE+DRAIN), "draining" (busy+DRAIN),
+    # or with flags after "+"; "*" marks a node that does not respond.
+    busy_drain = {"DRAINED": "IDLE", "DRAINING": "MIXED"}
+
     def view(rows: Sequence[Any]) -> Mapping[str, SlurmNodeView]:
         nodes = {}
         for row in rows:
-            state = row.state.upper()
+            raw = row.state.upper()
+            base = raw.split("+")[0].rstrip("*~#!%$@^-")
             nodes[row.node] = SlurmNodeView(
-                state=state.rstrip("*~#!%$@^-+")
-                .replace("DRAINED", "IDLE")
-                .replace("DRAINING", "MIXED"),
-                drained="DRAIN" in state,
-                not_responding=state.endswith("*"),
+                state=busy_drain.get(base, base),
+                drained="DRAIN" in raw,
+                not_responding="*" in raw,
                 gres=row.gres,
                 reason=None,
             )
@@ -133,7 +139,7 @@ def _from_sinfo(facts: NodeFacts) -> Fact[Mapping[str, SlurmNodeView]]:
 
 
 def _slurm_nodes(facts: NodeFacts) -> Fact[Mapping[str, SlurmNodeView]]:
-    scontrol = facts.slurm_nodes.map(
+    scontrol: Fact[Mapping[str, SlurmNodeView]] = facts.slurm_nodes.map(
         lambda nodes: {
             n.name: SlurmNodeView(n.state, n.drained, n.not_responding, n.gres, n.reason)
             for n in nodes
@@ -249,21 +255,28 @@ def _limits_memlock(expected: str, facts: NodeFacts, view: ClusterView, node: st
 @lru_cache(maxsize=256)
 def _memlock_lines(files: tuple[tuple[str, str], ...], want: str) -> Outcome:
     """Nodes share their limits files (the texts are interned): read each set once."""
-    covered: set[str] = set()
+    covered: dict[str, set[str]] = {"*": set(), "root": set()}
     problems = []
     # pam_limits: a line for root applies to root only, `*` to everyone else; any memlock
-    # line for either that sets another value than the spec's leaves some session short.
+    # line for either that sets another value than the spec's leaves some session short,
+    # and each needs both its soft and hard limit set ("-" sets both).
     for path, text in files:
         for line in text.splitlines():
             fields = line.split("#", 1)[0].split()
-            if len(fields) != 4 or fields[2] != "memlock" or fields[0] not in ("*", "root"):
+            if len(fields) != 4 or fields[2] != "memlock" or fields[0] not in covered:
                 continue
             if fields[1] in ("-", "soft", "hard"):
                 if _limit(fields[3]) != want:
                     problems.append(f"{path}: {' '.join(fields)}")
-                elif fields[1] == "-":
-                    covered.add(fields[0])
-    problems += [f"no memlock line for {d}" for d in ("*", "root") if d not in covered]
+                else:
+                    covered[fields[0]] |= {"soft", "hard"} if fields[1] == "-" else {fields[1]}
+    problems += [
+        f"no memlock line for {domain}"
+        if not kinds
+        else f"no {'hard' if 'soft' in kinds else 'soft'} memlock line for {domain}"
+        for domain, kinds in covered.items()
+        if len(kinds) < 2
+    ]
     return _verdict(problems, f"memlock {want} for * and root")
 
 
@@ -319,7 +332,7 @@ def _gpu_memory(expected: int, facts: NodeFacts, view: ClusterView, node: str) -
     if not facts.gpus.ok:
         return unavailable(facts.gpus)
     nominal = expected * 1024
-    low, high = 0.92 * nominal, 1.05 * nominal
+    low, high = GPU_MEMORY_LOW * nominal, GPU_MEMORY_HIGH * nominal
     short = []
     sizes = set()
     for gpu in facts.gpus.get().gpus:
@@ -670,21 +683,22 @@ def _nccl_conf(expected: str, facts: NodeFacts, view: ClusterView, node: str) ->
 # Slurm and Kubernetes ---------------------------------------------------------------------
 
 
-def _slurm_node(view: ClusterView, node: str) -> tuple[SlurmNodeView | None, Outcome | None]:
+def _slurm_node(view: ClusterView, node: str) -> SlurmNodeView | Outcome:
+    """The node as Slurm sees it, or the outcome when Slurm cannot say."""
     if not view.slurm_nodes.ok:
-        return None, Outcome("error", f"Slurm's view unavailable: {view.slurm_nodes.detail}")
+        return Outcome("error", f"Slurm's view unavailable: {view.slurm_nodes.detail}")
     found = view.slurm_nodes.get().get(node)
     if found is None:
-        return None, failed(f"{node} unknown to Slurm (controller {view.source})")
-    return found, None
+        return failed(f"{node} unknown to Slurm (controller {view.source})")
+    return found
 
 
 def _slurm_state(
     expected: tuple[str, ...], facts: NodeFacts, view: ClusterView, node: str
 ) -> Outcome:
-    found, problem = _slurm_node(view, node)
-    if found is None:
-        return problem  # type: ignore[return-value]
+    found = _slurm_node(view, node)
+    if isinstance(found, Outcome):
+        return found
     good = found.state in expected and not found.drained and not found.not_responding
     return passed(found.describe()) if good else failed(found.describe())
 
@@ -692,9 +706,9 @@ def _slurm_state(
 def _slurm_gres(
     expected: tuple[GresExpect, ...], facts: NodeFacts, view: ClusterView, node: str
 ) -> Outcome:
-    found, problem = _slurm_node(view, node)
-    if found is None:
-        return problem  # type: ignore[return-value]
+    found = _slurm_node(view, node)
+    if isinstance(found, Outcome):
+        return found
     have = {(g.name, g.type, g.count) for g in found.gres}
     want = {(g.name, g.type, g.count) for g in expected}
     shown = ",".join(":".join(str(p) for p in g if p is not None) for g in sorted(have, key=str))
@@ -710,19 +724,19 @@ def _slurm_topology(expected: str, facts: NodeFacts, view: ClusterView, node: st
     return passed(leaf) if leaf == expected else failed(leaf)
 
 
-def _kube_node(view: ClusterView, node: str) -> tuple[KubeNode | None, Outcome | None]:
+def _kube_node(view: ClusterView, node: str) -> KubeNode | Outcome:
     if not view.kube_nodes.ok:
-        return None, Outcome("error", f"Kubernetes' view unavailable: {view.kube_nodes.detail}")
+        return Outcome("error", f"Kubernetes' view unavailable: {view.kube_nodes.detail}")
     found = view.kube_nodes.get().get(node)
     if found is None:
-        return None, failed(f"{node} is not a Kubernetes node")
-    return found, None
+        return failed(f"{node} is not a Kubernetes node")
+    return found
 
 
 def _k8s_ready(expected: bool, facts: NodeFacts, view: ClusterView, node: str) -> Outcome:
-    found, problem = _kube_node(view, node)
-    if found is None:
-        return problem  # type: ignore[return-value]
+    found = _kube_node(view, node)
+    if isinstance(found, Outcome):
+        return found
     actual = f"Ready={found.ready_status}" + (
         f" ({found.ready_reason})" if found.ready_reason else ""
     )
@@ -730,9 +744,9 @@ def _k8s_ready(expected: bool, facts: NodeFacts, view: ClusterView, node: str) -
 
 
 def _k8s_gpus(expected: int, facts: NodeFacts, view: ClusterView, node: str) -> Outcome:
-    found, problem = _kube_node(view, node)
-    if found is None:
-        return problem  # type: ignore[return-value]
+    found = _kube_node(view, node)
+    if isinstance(found, Outcome):
+        return found
     count = found.gpu_allocatable
     return passed(str(count)) if count == expected else failed(f"{count}")
 
@@ -797,7 +811,7 @@ def describe(check: str, expected: Any) -> str:
     if isinstance(expected, HostsBlock):
         shown = _listed([f"{a} {' '.join(n)}" for a, n in expected.entries])
         return f"{len(expected.entries)} hosts: {shown}"
-    if check == "gpu.model":
+    if isinstance(expected, GpuModelExpect):
         return expected.model
     if check == "gpu.memory":
         return f"{expected} GB per GPU"
@@ -887,25 +901,34 @@ def unreachable_result(node: str, message: str, *, gathered: bool = False) -> Ch
     )
 
 
+# An expectation ready to evaluate: itself, its evaluator (None: not applicable) and the
+# text of its expected value. Worked out once per tuple of shared expectations.
+Prepared = list[tuple[Expectation, Evaluator | None, str]]
+
+
+def prepare(expectations: Sequence[Expectation]) -> Prepared:
+    return [
+        (e, EVALUATORS[e.check], describe(e.check, e.expected)) if e.applies else (e, None, "")
+        for e in expectations
+    ]
+
+
 def evaluate_node(
     expectations: NodeExpectations,
     facts: NodeFacts,
     view: ClusterView,
-    described: dict[int, str] | None = None,
+    shared: Prepared | None = None,
 ) -> list[CheckResult]:
-    """Every check of one node; `described` caches the text of shared expectations."""
-    cache = described if described is not None else {}
+    """Every check of one node; `shared` is prepare(expectations.shared), made once per pool."""
     node = expectations.node
     results = [reachable_result(node, facts.seconds)]
     append = results.append
-    for exp in expectations.expectations:
-        if not exp.applies:
+    ready = shared if shared is not None else prepare(expectations.shared)
+    for exp, evaluator, text in (*ready, *prepare(expectations.own)):
+        if evaluator is None:
             append(CheckResult(node, exp.check, "not-applicable", "", exp.reason, exp.spec_field))
             continue
-        status, actual, detail = EVALUATORS[exp.check](exp.expected, facts, view, node)
-        text = cache.get(id(exp))
-        if text is None:
-            text = cache[id(exp)] = describe(exp.check, exp.expected)
+        status, actual, detail = evaluator(exp.expected, facts, view, node)
         fix = exp.fix.replace("{node}", node) if status in ("fail", "error") else ""
         append(CheckResult(node, exp.check, status, text, actual, exp.spec_field, fix, detail))
     return results
@@ -920,12 +943,15 @@ def evaluate(
     """All results, node by node in spec order; nodes without facts get one failing result."""
     failed_to_gather = gather_failed or {}
     view = cluster_view(expectations, facts, unreachable)
-    described: dict[int, str] = {}
+    prepared: dict[int, Prepared] = {}
     results: list[CheckResult] = []
     for node in expectations.nodes:
         found = facts.get(node.node)
         if found is not None:
-            results.extend(evaluate_node(node, found, view, described))
+            shared = prepared.get(id(node.shared))
+            if shared is None:
+                shared = prepared[id(node.shared)] = prepare(node.shared)
+            results.extend(evaluate_node(node, found, view, shared))
         elif node.node in failed_to_gather:
             results.append(
                 unreachable_result(node.node, failed_to_gather[node.node], gathered=True)

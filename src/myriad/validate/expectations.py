@@ -116,11 +116,19 @@ def skip(check: str, spec_field: str, reason: str) -> Expectation:
 
 @dataclass(frozen=True, slots=True)
 class NodeExpectations:
+    """`shared` is one tuple for all the nodes of a pool (and Slurm kind); `own` is this
+    node's (host name, Slurm switch)."""
+
     node: str
     pool: str
     profile: str
     role: str
-    expectations: tuple[Expectation, ...]
+    shared: tuple[Expectation, ...]
+    own: tuple[Expectation, ...] = ()
+
+    @property
+    def expectations(self) -> tuple[Expectation, ...]:
+        return self.shared + self.own
 
 
 @dataclass(frozen=True, slots=True)
@@ -596,7 +604,9 @@ def _fabric(c: _Context) -> list[Expectation]:
         links += _nic_link(c, "compute", compute)
     if storage:
         links += _nic_link(c, "storage", storage)
-    if links:
+    if links and c.spec.provider.kind == "aws":
+        out.append(skip("nic.pcie", "provider.kind", "cloud NICs are virtual functions, not slots"))
+    elif links:
         out.append(
             Expectation(
                 "nic.pcie",
@@ -808,7 +818,8 @@ def _slurm(c: _Context, controller: bool, node_set: Mapping[str, Any] | None) ->
 
 
 def _slurm_node_set(variables: Mapping[str, Any], node: str) -> Mapping[str, Any] | None:
-    for node_set in variables.get("slurm_nodes") or []:
+    node_sets: list[Mapping[str, Any]] = variables.get("slurm_nodes") or []
+    for node_set in node_sets:
         if node in node_set.get("names", []):
             return node_set
     return None
@@ -946,7 +957,7 @@ def expect(
                 slurm[kind] = shared + tuple(_slurm(context, kind[0], node_set))
             own = _per_node(spec, group_vars, name, pool, switch_of.get(name))
             nodes.append(
-                NodeExpectations(name, pool.name, pool.profile, pool.role, slurm[kind] + own)
+                NodeExpectations(name, pool.name, pool.profile, pool.role, slurm[kind], own)
             )
     return ClusterExpectations(
         cluster=spec.metadata.name,

@@ -220,11 +220,11 @@ class Probe:
 def _probe(raw: object) -> Probe | None:
     if not isinstance(raw, Mapping):
         return None
-    rc = raw.get("rc")
+    rc, stdout, stderr = raw.get("rc"), raw.get("stdout"), raw.get("stderr")
     return Probe(
         rc=rc if isinstance(rc, int) and not isinstance(rc, bool) else None,
-        stdout=raw.get("stdout") if isinstance(raw.get("stdout"), str) else "",
-        stderr=raw.get("stderr") if isinstance(raw.get("stderr"), str) else "",
+        stdout=stdout if isinstance(stdout, str) else "",
+        stderr=stderr if isinstance(stderr, str) else "",
         missing=raw.get("missing") is True,
         timed_out=raw.get("timed_out") is True,
     )
@@ -480,7 +480,7 @@ def _hcas(probes: Mapping[str, Any]) -> tuple[Fact[IbReport], Fact[Mapping[str, 
 def unreadable(host: str, reason: str) -> NodeFacts:
     """A node whose document could not be used at all: every fact says why."""
     broken: Fact[Any] = Fact("unreadable", detail=reason)
-    values = {
+    values: dict[str, Any] = {
         f.name: broken for f in fields(NodeFacts) if f.init and f.name not in ("host", "seconds")
     }
     values["qos"] = {}

@@ -22,6 +22,9 @@ FACTS_PLAYBOOK = PLAYBOOKS / "facts.yml"
 GATHER_SCRIPT = Path(__file__).resolve().with_name("gather_node.py")
 GATHER_TASK = "Run the fact gatherer on the node"
 DEFAULT_PROBE_TIMEOUT_S = 20
+# Ansible's connection errors run to several hundred characters on one line; a report
+# row needs the start of it, the full text stays in the run's event log.
+MESSAGE_LIMIT = 160
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +86,8 @@ class _Collector:
             result.get("msg") or result.get("stderr") or result.get("stdout") or kind
         ).strip()
         first = message.splitlines()[0] if message else kind
+        if len(first) > MESSAGE_LIMIT:
+            first = first[: MESSAGE_LIMIT - 3] + "..."
         if kind == "runner_on_unreachable":
             self.unreachable[host] = first
         else:

@@ -31,7 +31,7 @@ from myriad.plan.model import NodeBandwidth
 from myriad.render.hardware import ports
 from myriad.render.inventory import Inventory
 from myriad.spec.loader import LoadedSpec
-from myriad.validate.checks import CheckResult
+from myriad.validate.checks import CheckResult, Status
 from myriad.validate.parsers import ParseFailure, compress_hostlist
 
 GATE_FRACTION = 0.9
@@ -274,7 +274,7 @@ def gate(
     if measured_gbs is None:
         return CheckResult(node, check, "error", expected, problem or "no result", spec_field, fix)
     actual = f"{measured_gbs:.1f} GB/s ({measured_gbs / expected_gbs:.0%} of plan)"
-    status = "pass" if measured_gbs >= floor else "fail"
+    status: Status = "pass" if measured_gbs >= floor else "fail"
     return CheckResult(
         node, check, status, expected, actual, spec_field, "" if status == "pass" else fix
     )
@@ -338,14 +338,17 @@ def allreduce_script(perf: PerfPlan) -> str:
 
 
 def ib_server_script(perf: PerfPlan) -> str:
-    lines = ["#!/bin/bash"]
-    lines += [
-        shlex.join(ib_write_bw(device, IB_FIRST_PORT + rail, gid_index=perf.gid_index))
-        + " > /dev/null 2>&1 &"
+    """Start one server per rail in the background and return: each serves one client
+    and exits, or is stopped by `timeout` if no client comes."""
+    limit = IB_SECONDS * 12
+    servers = [
+        f"timeout {limit} "
+        + shlex.join(ib_write_bw(device, IB_FIRST_PORT + rail, gid_index=perf.gid_index))
+        + " &"
         for rail, device in enumerate(perf.rails)
     ]
-    lines.append("wait")
-    return "\n".join(lines) + "\n"
+    detached = shlex.quote(" ".join([*servers, "wait"]))
+    return f"#!/bin/bash\nsetsid bash -c {detached} > /dev/null 2>&1 < /dev/null &\n"
 
 
 def ib_client_script(perf: PerfPlan, server_address: str) -> str:
@@ -443,16 +446,12 @@ def _playbook(plays: list[dict[str, Any]], path: Path) -> Path:
     return path
 
 
-def _script_play(
-    name: str, hosts: Sequence[str], script: str, *, background: bool
-) -> dict[str, Any]:
+def _script_play(name: str, hosts: Sequence[str], script: str) -> dict[str, Any]:
     task: dict[str, Any] = {
         "name": name,
         "ansible.builtin.script": {"cmd": script, "executable": "/bin/bash"},
         "changed_when": False,
     }
-    if background:
-        task.update({"async": IB_SECONDS * 6, "poll": 0})
     return {"name": name, "hosts": ",".join(hosts), "gather_facts": False, "tasks": [task]}
 
 
@@ -469,20 +468,22 @@ def run_perf(
         (scripts / "ib_server.sh").write_text(ib_server_script(perf), encoding="utf-8")
         servers = [server for _client, server in perf.pairs]
         plays.append(
-            _script_play(
-                "Start ib_write_bw servers", servers, str(scripts / "ib_server.sh"), background=True
-            )
+            _script_play("Start ib_write_bw servers", servers, str(scripts / "ib_server.sh"))
         )
         for client, server in perf.pairs:
             address = str(inventory.host_vars[server].get("myriad_address", server))
             path = scripts / f"ib_client_{client}.sh"
             path.write_text(ib_client_script(perf, address), encoding="utf-8")
-            plays.append(
-                _script_play(f"ib_write_bw from {client}", [client], str(path), background=False)
+        # One play: every pair's client runs at the same time, each from its own script.
+        clients = [client for client, _server in perf.pairs]
+        plays.append(
+            _script_play(
+                "Run ib_write_bw clients",
+                clients,
+                str(scripts) + "/ib_client_{{ inventory_hostname }}.sh",
             )
-    plays.append(
-        _script_play("Run all_reduce_perf", [perf.launch_host], str(allreduce), background=False)
-    )
+        )
+    plays.append(_script_play("Run all_reduce_perf", [perf.launch_host], str(allreduce)))
     outputs: dict[str, str] = {}
 
     def collect(event: Mapping[str, Any]) -> None:

@@ -33,6 +33,7 @@ STYLE: dict[str, str] = {
 # The terminal lists this many nodes and failures; JSON and JUnit always hold all of them.
 TERMINAL_NODES = 40
 TERMINAL_FAILURES = 200
+TERMINAL_DETAILS = 10
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,10 +220,12 @@ def print_report(console: Console, report: ValidationReport) -> None:
     for table in (node_table(report), failure_table(report)):
         if table is not None:
             console.print(table)
-    for result in report.problems():
-        if result.detail:
-            console.print(f"[bold]{result.node} {result.check}[/bold]")
-            console.print(Text(result.detail))
+    detailed = [result for result in report.problems() if result.detail]
+    for result in detailed[:TERMINAL_DETAILS]:
+        console.print(f"[bold]{result.node} {result.check}[/bold]")
+        console.print(Text(result.detail))
+    if len(detailed) > TERMINAL_DETAILS:
+        console.print(f"{len(detailed) - TERMINAL_DETAILS:,} more diffs in --json / --junit")
     if report.unreachable:
         console.print(
             f"[bold red]{len(report.unreachable):,} unreachable node(s)[/bold red], counted as "
