@@ -88,6 +88,17 @@ def serial_for(result: PlanResult) -> int | str:
     return fabric.island_nodes
 
 
+# Past this many nodes, a play that fails on more than a tenth of them is treated as a
+# systematic problem (a bad repository, a wrong variable) and stops the run; below it every
+# node runs to the end, so `--retry-failed` finds the others complete.
+LARGE_CLUSTER_NODES = 100
+LARGE_CLUSTER_FAILURE_PERCENT = 10
+
+
+def failure_budget(hosts: int) -> int:
+    return LARGE_CLUSTER_FAILURE_PERCENT if hosts >= LARGE_CLUSTER_NODES else 100
+
+
 def run_site(
     result: PlanResult,
     inventory: Inventory,
@@ -97,11 +108,13 @@ def run_site(
     limit: Sequence[str] | None = None,
     tags: Sequence[str] | None = None,
     tuned: bool = True,
-    max_fail_percentage: int = 0,
+    max_fail_percentage: int | None = None,
 ) -> RunResult:
     phases = Phases(console)
     run_dir = new_run_dir(state.root, "bringup")
     hosts = list(limit) if limit else list(inventory.hosts)
+    if max_fail_percentage is None:
+        max_fail_percentage = failure_budget(len(hosts))
     with phases.playbook("bring-up (playbooks/site.yml)") as progress:
         outcome = run_playbook(
             PLAYBOOKS / "site.yml",
