@@ -238,7 +238,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write(exc.render() + "\n")
         return EXIT_INVALID
     except MyriadError as exc:
-        err.print(f"error: {exc}", markup=False, highlight=False)
+        sys.stderr.write(f"error: {exc}\n")
         return exc.exit_code
     except KeyboardInterrupt:
         err.print("interrupted")
