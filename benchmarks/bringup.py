@@ -37,13 +37,12 @@ class Run:
 
 
 def spec_for(nodes: int, folder: Path) -> Path:
-    """The local example with `nodes - 1` compute containers and its own name and network."""
-    if nodes == 4:
-        return LOCAL
+    """The local example with `nodes - 1` compute containers, under its own name and network
+    so that a benchmark never touches the `local` cluster someone may be using."""
     text = LOCAL.read_text()
     text = text.replace("name: local", f"name: bench{nodes}")
     text = text.replace("count: 3, role: compute", f"count: {nodes - 1}, role: compute")
-    text = text.replace("172.31.77.0/24", "172.31.78.0/24")
+    text = text.replace("172.31.77.0/24", f"172.31.{100 + nodes}.0/24")
     path = folder / f"bench{nodes}.yaml"
     path.write_text(text)
     return path
