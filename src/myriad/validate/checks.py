@@ -491,7 +491,9 @@ def _qos_of(facts: NodeFacts, netdev: str) -> tuple[Any, str | None, Outcome | N
     return None, f"{netdev}: {qos.detail}", None
 
 
-def _qos_each(read: Callable[[Any], Any], show: Callable[[Any], str]) -> Evaluator:
+def _qos_each(read: Callable[[Any, Any], Any], show: Callable[[Any], str]) -> Evaluator:
+    """Compare `read(qos, expected value)` with the expected value on every RoCE NIC."""
+
     def evaluate(expected: Each, facts: NodeFacts, view: ClusterView, node: str) -> Outcome:
         problems = []
         for netdev in expected.names:
@@ -501,7 +503,7 @@ def _qos_each(read: Callable[[Any], Any], show: Callable[[Any], str]) -> Evaluat
             if problem is not None:
                 problems.append(problem)
                 continue
-            value = read(qos)
+            value = read(qos, expected.value)
             if value != expected.value:
                 problems.append(f"{netdev}: {show(value)}")
         return _verdict(problems, f"{show(expected.value)} on {len(expected.names)}")
@@ -522,22 +524,9 @@ def _show_dscp(pairs: Iterable[tuple[int, int | None]]) -> str:
     return ", ".join(f"{dscp}→{priority}" for dscp, priority in pairs)
 
 
-def _roce_dscp(expected: Each, facts: NodeFacts, view: ClusterView, node: str) -> Outcome:
-    pairs: tuple[tuple[int, int], ...] = expected.value
-    problems = []
-    for netdev in expected.names:
-        qos, problem, outcome = _qos_of(facts, netdev)
-        if outcome is not None:
-            return outcome
-        if problem is not None:
-            problems.append(problem)
-            continue
-        table = qos.dscp_to_priority
-        for dscp, priority in pairs:
-            if table.get(dscp) != priority:
-                problems.append(f"{netdev}: {_show_dscp((d, table.get(d)) for d, _ in pairs)}")
-                break
-    return _verdict(problems, f"{_show_dscp(pairs)} on {len(expected.names)}")
+def _dscp_pairs(qos: Any, expected: tuple[tuple[int, int], ...]) -> tuple[tuple[int, Any], ...]:
+    """The NIC's priority for each DSCP the spec maps, in the spec's order."""
+    return tuple((dscp, qos.dscp_to_priority.get(dscp)) for dscp, _ in expected)
 
 
 def _link_mtu(expected: Each, facts: NodeFacts, view: ClusterView, node: str) -> Outcome:
@@ -773,9 +762,9 @@ EVALUATORS: dict[str, Evaluator] = {
     "hca.rate": _hca_each("rate_gbps", " Gb/s"),
     "hca.link-layer": _hca_each("link_layer", ""),
     "nic.pcie": _nic_pcie,
-    "roce.trust": _qos_each(lambda qos: qos.trust, lambda value: f"trust {value}"),
-    "roce.pfc": _qos_each(_pfc_value, _show_pfc),
-    "roce.dscp": _roce_dscp,
+    "roce.trust": _qos_each(lambda qos, _: qos.trust, lambda value: f"trust {value}"),
+    "roce.pfc": _qos_each(lambda qos, _: _pfc_value(qos), _show_pfc),
+    "roce.dscp": _qos_each(_dscp_pairs, _show_dscp),
     "roce.mtu": _link_mtu,
     "bond.mode": _bond_mode,
     "bond.slaves": _bond_slaves,

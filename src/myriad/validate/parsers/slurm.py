@@ -44,24 +44,29 @@ MAX_HOSTLIST_NAMES = 1 << 20
 _RANGE = re.compile(r"(\d+)(?:-(\d+))?")
 
 
-def _split_top_level(expr: str) -> list[str]:
-    """Split on commas that are not inside brackets."""
-    parts, depth, start = [], 0, 0
-    for i, char in enumerate(expr):
-        if char == "[":
+def _split_top_level(
+    text: str, *, tool: str = TOOL_HOSTLIST, brackets: str = "[]", nested: bool = False
+) -> list[str]:
+    """Split on commas that are not inside brackets (hostlists: `[]`, never nested;
+    gres: `()`)."""
+    opening, closing = brackets
+    parts: list[str] = []
+    depth = start = 0
+    for i, char in enumerate(text):
+        if char == opening:
             depth += 1
-            if depth > 1:
-                raise ParseFailure(TOOL_HOSTLIST, f"nested brackets in {expr!r}")
-        elif char == "]":
+            if depth > 1 and not nested:
+                raise ParseFailure(tool, f"nested brackets in {text!r}")
+        elif char == closing:
             depth -= 1
             if depth < 0:
-                raise ParseFailure(TOOL_HOSTLIST, f"unbalanced ']' in {expr!r}")
+                raise ParseFailure(tool, f"unbalanced {closing!r} in {text!r}")
         elif char == "," and depth == 0:
-            parts.append(expr[start:i])
+            parts.append(text[start:i])
             start = i + 1
     if depth:
-        raise ParseFailure(TOOL_HOSTLIST, f"unclosed '[' in {expr!r}")
-    parts.append(expr[start:])
+        raise ParseFailure(tool, f"unclosed {opening!r} in {text!r}")
+    parts.append(text[start:])
     return parts
 
 
@@ -218,21 +223,7 @@ class Gres:
 
 
 def _split_gres(text: str) -> list[str]:
-    items, depth, start = [], 0, 0
-    for i, char in enumerate(text):
-        if char == "(":
-            depth += 1
-        elif char == ")":
-            depth -= 1
-            if depth < 0:
-                raise ParseFailure(TOOL_GRES, f"unbalanced ')' in {text!r}")
-        elif char == "," and depth == 0:
-            items.append(text[start:i])
-            start = i + 1
-    if depth:
-        raise ParseFailure(TOOL_GRES, f"unclosed '(' in {text!r}")
-    items.append(text[start:])
-    return items
+    return _split_top_level(text, tool=TOOL_GRES, brackets="()", nested=True)
 
 
 def _gres_item(item: str, text: str) -> Gres:
