@@ -200,7 +200,7 @@ def _slurm_vars(
 ) -> dict[str, Any]:
     controllers = [n for n in nodes if n.role == "controller"]
     node_sets = []
-    partitions = []
+    partitions: list[dict[str, Any]] = []
     for pool in spec.pools_with_role("compute"):
         profile = spec.profiles[pool.profile]
         names = pool.hostnames()

@@ -205,7 +205,7 @@ def findings_table(loaded: LoadedSpec, findings: Sequence[Finding]) -> Table | T
 def print_plan(console: Console, result: PlanResult) -> None:
     loaded, plan, findings = result.loaded, result.plan, result.findings
     facility = loaded.spec.facility
-    parts = (
+    parts: list[Table | Text | None] = (
         []
         if plan is None
         else [

@@ -49,7 +49,7 @@ def _split_top_level(
 ) -> list[str]:
     """Split on commas that are not inside brackets (hostlists: `[]`, never nested;
     gres: `()`)."""
-    opening, closing = brackets
+    opening, closing = brackets[0], brackets[1]
     parts: list[str] = []
     depth = start = 0
     for i, char in enumerate(text):

@@ -1,0 +1,37 @@
+"""The project's own Python linters are clean: ruff (lint and format) and mypy over src/."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+VENV_BIN = Path(sys.executable).parent
+
+
+def _run(*argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(VENV_BIN / argv[0]), *argv[1:]],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("ruff", "check", "src", "tests", "benchmarks", "stacks"),
+        ("ruff", "format", "--check", "src", "tests", "benchmarks", "stacks"),
+        ("mypy",),
+    ],
+    ids=["ruff-check", "ruff-format", "mypy"],
+)
+def test_python_linter_is_clean(argv: tuple[str, ...]) -> None:
+    result = _run(*argv)
+    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
