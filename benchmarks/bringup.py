@@ -1,8 +1,9 @@
 """Time `myriad up` on the local cluster: the first run, and a run with nothing to change.
 
 For the example spec (4 nodes) and a 16-node variant, per phase (containers, bring-up,
-validation), with Myriad's tuned Ansible settings and with plain Ansible defaults (5 forks,
-no pipelining, no fact cache) on the same nodes. Targets (issue #6): a no-change `up` of 4
+validation), with Myriad's tuned Ansible settings (forks from the node count, pipelining, a
+fact cache, Mitogen), the same without Mitogen, and plain Ansible defaults (5 forks, no
+pipelining, no fact cache) on the same nodes. Targets (issue #6): a no-change `up` of 4
 nodes under 60 s on a 2-core machine, and 16 nodes under twice the 4-node time.
 
     .venv/bin/python benchmarks/bringup.py [--sizes 4 16] [--keep]
@@ -80,6 +81,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[4, 16])
     parser.add_argument("--keep", action="store_true", help="leave the clusters running")
+    parser.add_argument(
+        "--tuned-only", action="store_true", help="skip the no-Mitogen and Ansible-defaults runs"
+    )
     args = parser.parse_args()
     results: list[tuple[int, Run]] = []
     with tempfile.TemporaryDirectory(prefix="myriad-bench-") as tmp:
@@ -90,16 +94,19 @@ def main() -> int:
             myriad("down", str(spec), "--yes", state=state)
             results.append((nodes, run("first up", spec, state)))
             results.append((nodes, run("no-change up, tuned", spec, state)))
-            results.append((nodes, run("no-change up, Ansible defaults", spec, state,
-                                       "--ansible-defaults")))  # fmt: skip
+            if not args.tuned_only:
+                results.append((nodes, run("no-change up, tuned, no Mitogen", spec, state,
+                                           "--no-mitogen")))  # fmt: skip
+                results.append((nodes, run("no-change up, Ansible defaults", spec, state,
+                                           "--ansible-defaults")))  # fmt: skip
             if not args.keep:
                 myriad("down", str(spec), "--yes", state=state)
     names = ["containers", "inventory", "bring-up", "validation"]
-    print(f"{'nodes':>5}  {'run':<31} {'total s':>8} " + " ".join(f"{n:>11}" for n in names))
+    print(f"{'nodes':>5}  {'run':<34} {'total s':>8} " + " ".join(f"{n:>11}" for n in names))
     for nodes, result in results:
         cells = " ".join(f"{result.phases.get(n, float('nan')):>11.1f}" for n in names)
         flag = "" if result.ok else "  FAILED"
-        print(f"{nodes:>5}  {result.label:<31} {result.seconds:>8.1f} {cells}{flag}")
+        print(f"{nodes:>5}  {result.label:<34} {result.seconds:>8.1f} {cells}{flag}")
     return 0 if all(r.ok for _, r in results) else 1
 
 

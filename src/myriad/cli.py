@@ -20,6 +20,7 @@ from myriad.fsutil import atomic_write_text
 from myriad.spec.problems import MyriadError, SpecError
 
 if TYPE_CHECKING:
+    from myriad.bringup.runner import Tuning
     from myriad.bringup.verbs import Validator
 
 EXIT_OK, EXIT_PROBLEM, EXIT_INVALID = 0, 1, 2
@@ -69,8 +70,16 @@ def _cmd_up(args: argparse.Namespace, out: Console, err: Console) -> int:
         out,
         validate=None if args.no_validate else _validator(),
         retry_failed=args.retry_failed,
-        tuned=not args.ansible_defaults,
+        tuning=_tuning(args),
     )
+
+
+def _tuning(args: argparse.Namespace) -> Tuning:
+    from myriad.bringup import runner
+
+    if args.ansible_defaults:
+        return runner.ANSIBLE_DEFAULTS
+    return runner.TUNED_WITHOUT_MITOGEN if args.no_mitogen else runner.TUNED
 
 
 def _validator() -> Validator:
@@ -90,6 +99,7 @@ def _cmd_bringup(args: argparse.Namespace, out: Console, err: Console) -> int:
         limit=_split(args.limit),
         tags=_split(args.tags),
         retry_failed=args.retry_failed,
+        tuning=_tuning(args),
     )
 
 
@@ -177,11 +187,7 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("spec", type=Path, help="a cluster.yaml whose provider is local")
     up.add_argument("--retry-failed", action="store_true", help="re-run only the failed nodes")
     up.add_argument("--no-validate", action="store_true", help="stop after the bring-up")
-    up.add_argument(
-        "--ansible-defaults",
-        action="store_true",
-        help="run Ansible with its defaults (5 forks, no pipelining, no fact cache) to compare",
-    )
+    _add_tuning_options(up)
     up.set_defaults(handler=_cmd_up)
 
     bringup = commands.add_parser("bringup", help="run the site playbook on any environment")
@@ -192,6 +198,7 @@ def build_parser() -> argparse.ArgumentParser:
     bringup.add_argument("--limit", metavar="HOSTS", help="comma-separated hosts or groups")
     bringup.add_argument("--tags", metavar="TAGS", help="comma-separated role tags")
     bringup.add_argument("--retry-failed", action="store_true", help="only the last failures")
+    _add_tuning_options(bringup)
     bringup.set_defaults(handler=_cmd_bringup)
 
     down = commands.add_parser("down", help="remove the local cluster's containers and network")
@@ -224,6 +231,20 @@ def build_parser() -> argparse.ArgumentParser:
     schema = commands.add_parser("schema", help="print the JSON Schema of cluster.yaml")
     schema.set_defaults(handler=_cmd_schema)
     return parser
+
+
+def _add_tuning_options(command: argparse.ArgumentParser) -> None:
+    tuning = command.add_mutually_exclusive_group()
+    tuning.add_argument(
+        "--ansible-defaults",
+        action="store_true",
+        help="run Ansible with its defaults (5 forks, no pipelining, no fact cache, no Mitogen)",
+    )
+    tuning.add_argument(
+        "--no-mitogen",
+        action="store_true",
+        help="keep the tuned settings but use Ansible's own linear strategy",
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -8,7 +8,16 @@ from pathlib import Path
 import pytest
 
 from myriad.bringup import flow
-from myriad.bringup.runner import _collect, _per_host, forks_for, new_run_dir
+from myriad.bringup.runner import (
+    ANSIBLE_DEFAULTS,
+    TUNED,
+    TUNED_WITHOUT_MITOGEN,
+    _collect,
+    _envvars,
+    _per_host,
+    forks_for,
+    new_run_dir,
+)
 from myriad.planning import plan_loaded
 from myriad.provision import local
 from myriad.views.progress import PlaybookProgress
@@ -39,6 +48,30 @@ def test_retry_failed_reads_the_last_runs_failures(
 def test_compute_nodes_go_island_by_island_only_when_there_are_islands() -> None:
     assert flow.serial_for(plan_loaded(load_example("local"))) == "100%"
     assert flow.serial_for(plan_loaded(load_example("roce-10k"))) == 128
+
+
+def test_tuned_runs_use_mitogen_pipelining_and_a_fact_cache_in_the_run_folder(
+    tmp_path: Path,
+) -> None:
+    env = _envvars(tmp_path, TUNED)
+    assert env["ANSIBLE_STRATEGY"] == "mitogen_linear"
+    # The strategy Ansible is told to load exists where it is told to look.
+    assert (Path(env["ANSIBLE_STRATEGY_PLUGINS"]) / "mitogen_linear.py").is_file()
+    assert env["ANSIBLE_PIPELINING"] == "true"
+    assert env["ANSIBLE_CACHE_PLUGIN_CONNECTION"] == str(tmp_path / "facts")
+
+
+def test_without_mitogen_only_the_strategy_changes(tmp_path: Path) -> None:
+    tuned, plain = _envvars(tmp_path, TUNED), _envvars(tmp_path, TUNED_WITHOUT_MITOGEN)
+    assert "ANSIBLE_STRATEGY" not in plain
+    assert {k: v for k, v in tuned.items() if k in plain} == plain
+
+
+def test_ansible_defaults_set_nothing_that_changes_speed(tmp_path: Path) -> None:
+    env = _envvars(tmp_path, ANSIBLE_DEFAULTS)
+    for name in ("ANSIBLE_STRATEGY", "ANSIBLE_PIPELINING", "ANSIBLE_GATHERING"):
+        assert name not in env
+    assert not ANSIBLE_DEFAULTS.scaled_forks
 
 
 def test_failure_budget_stops_systematic_failures_only_on_large_clusters() -> None:

@@ -32,7 +32,7 @@ def test_local_groups_connection_and_slurm_nodes() -> None:
     assert inventory.groups["island_00"] == ["node01", "node02", "node03"]
     node = inventory.host_vars["node01"]
     # Local containers are reached through Docker, named after the cluster and the node.
-    assert node["ansible_connection"] == "community.docker.docker"
+    assert node["ansible_connection"] == "docker"
     assert node["ansible_host"] == "local-node01"
     # Management addresses start at .10 of the spec's network, in node order.
     everything = inventory.group_vars["all"]

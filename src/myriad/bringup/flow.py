@@ -17,7 +17,7 @@ from typing import Any
 
 from rich.console import Console
 
-from myriad.bringup.runner import PLAYBOOKS, RunResult, new_run_dir, run_playbook
+from myriad.bringup.runner import PLAYBOOKS, TUNED, RunResult, Tuning, new_run_dir, run_playbook
 from myriad.fsutil import atomic_write_text
 from myriad.planning import PlanResult, plan_spec
 from myriad.render.inventory import Inventory, build_inventory
@@ -107,7 +107,7 @@ def run_site(
     *,
     limit: Sequence[str] | None = None,
     tags: Sequence[str] | None = None,
-    tuned: bool = True,
+    tuning: Tuning = TUNED,
     max_fail_percentage: int | None = None,
 ) -> RunResult:
     phases = Phases(console)
@@ -128,7 +128,7 @@ def run_site(
                 "myriad_max_fail_percentage": max_fail_percentage,
             },
             on_event=progress.on_event,
-            tuned=tuned,
+            tuning=tuning,
         )
     console.print(recap_table(outcome, hosts))
     console.print(f"Ansible's full event log: {run_dir / 'artifacts'}")

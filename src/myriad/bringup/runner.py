@@ -81,7 +81,42 @@ def new_run_dir(state_dir: Path, verb: str) -> Path:
     return run_dir
 
 
-def _envvars(run_dir: Path, tuned: bool) -> dict[str, str]:
+@dataclass(frozen=True, slots=True)
+class Tuning:
+    """How ansible-runner drives Ansible; `TUNED` for real runs, `ANSIBLE_DEFAULTS` to compare.
+
+    Mitogen keeps one Python interpreter per node for the whole run instead of starting one
+    (and re-compiling Ansible's module_utils) for every task on every node: on the local
+    cluster that is most of a no-change run's time. It is a third-party strategy plugin, so
+    it is used only when importable, and `--no-mitogen` turns it off.
+    """
+
+    label: str
+    scaled_forks: bool
+    pipelining: bool
+    fact_cache: bool
+    mitogen: bool
+
+
+TUNED = Tuning("tuned", scaled_forks=True, pipelining=True, fact_cache=True, mitogen=True)
+TUNED_WITHOUT_MITOGEN = Tuning(
+    "tuned without Mitogen", scaled_forks=True, pipelining=True, fact_cache=True, mitogen=False
+)
+ANSIBLE_DEFAULTS = Tuning(
+    "Ansible defaults", scaled_forks=False, pipelining=False, fact_cache=False, mitogen=False
+)
+
+
+def mitogen_strategy_dir() -> Path | None:
+    """The folder of Mitogen's strategy plugins, or None when Mitogen is not installed."""
+    try:
+        import ansible_mitogen
+    except ImportError:
+        return None
+    return Path(ansible_mitogen.__file__).parent / "plugins" / "strategy"
+
+
+def _envvars(run_dir: Path, tuning: Tuning) -> dict[str, str]:
     venv_bin = str(Path(sys.executable).parent)
     env = {
         "PATH": f"{venv_bin}{os.pathsep}{os.environ.get('PATH', '')}",
@@ -91,18 +126,32 @@ def _envvars(run_dir: Path, tuned: bool) -> dict[str, str]:
         "ANSIBLE_HOST_KEY_CHECKING": "true",
         "ANSIBLE_CALLBACKS_ENABLED": "ansible.posix.profile_tasks",
     }
-    if tuned:
+    if tuning.pipelining:
+        # One SSH (or docker exec) round trip per task instead of several.
+        env["ANSIBLE_PIPELINING"] = "true"
+    if tuning.fact_cache:
+        # Facts gathered once per run folder, not once per play.
         env.update(
             {
-                # One SSH (or docker exec) round trip per task instead of several.
-                "ANSIBLE_PIPELINING": "true",
-                # Facts gathered once per run folder, not once per play.
                 "ANSIBLE_GATHERING": "smart",
                 "ANSIBLE_CACHE_PLUGIN": "ansible.builtin.jsonfile",
                 "ANSIBLE_CACHE_PLUGIN_CONNECTION": str(run_dir / "facts"),
                 "ANSIBLE_CACHE_PLUGIN_TIMEOUT": "7200",
             }
         )
+    strategies = mitogen_strategy_dir() if tuning.mitogen else None
+    if strategies is not None:
+        env.update(
+            {
+                "ANSIBLE_STRATEGY_PLUGINS": str(strategies),
+                "ANSIBLE_STRATEGY": "mitogen_linear",
+                # ansible-core warns on every play that third-party strategies are deprecated;
+                # the warning says nothing an operator can act on.
+                "ANSIBLE_DEPRECATION_WARNINGS": "false",
+            }
+        )
+    elif tuning.mitogen:
+        log.warning("Mitogen is not installed; running Ansible's own linear strategy")
     return env
 
 
@@ -117,7 +166,7 @@ def run_playbook(
     extravars: Mapping[str, Any] | None = None,
     on_event: EventHandler | None = None,
     timeout_s: int = 3600,
-    tuned: bool = True,
+    tuning: Tuning = TUNED,
     keep_events: bool = False,
 ) -> RunResult:
     """Run `playbook` against `inventory`; never raises for failed hosts, only for setup."""
@@ -144,8 +193,8 @@ def run_playbook(
             limit=",".join(limit) if limit else None,
             tags=",".join(tags) if tags else None,
             extravars=dict(extravars or {}),
-            forks=forks_for(hosts) if tuned else 5,
-            envvars=_envvars(run_dir, tuned),
+            forks=forks_for(hosts) if tuning.scaled_forks else 5,
+            envvars=_envvars(run_dir, tuning),
             settings={"job_timeout": timeout_s, "suppress_ansible_output": True},
             event_handler=handle,
             quiet=True,

@@ -18,6 +18,7 @@ from myriad.bringup.flow import (
     retry_limit,
     run_site,
 )
+from myriad.bringup.runner import TUNED, Tuning
 from myriad.planning import PlanResult
 from myriad.provision import local
 from myriad.provision.stack_outputs import load_saved, match_spec, read_stack
@@ -45,7 +46,7 @@ def up(
     *,
     validate: Validator | None,
     retry_failed: bool = False,
-    tuned: bool = True,
+    tuning: Tuning = TUNED,
 ) -> int:
     phases = Phases(console)
     with phases.phase("plan") as notes:
@@ -68,7 +69,7 @@ def up(
         inventory = render_state(result, state)
         notes.append(str(state.inventory))
     limit = retry_limit(state) if retry_failed else None
-    bringup = run_site(result, inventory, state, console, limit=limit, tuned=tuned)
+    bringup = run_site(result, inventory, state, console, limit=limit, tuning=tuning)
     if not bringup.ok:
         failed = ", ".join(bringup.failed_hosts()) or bringup.status
         console.print(
@@ -90,6 +91,7 @@ def bringup(
     limit: Sequence[str] | None = None,
     tags: Sequence[str] | None = None,
     retry_failed: bool = False,
+    tuning: Tuning = TUNED,
 ) -> int:
     """The site playbook against any environment's inventory (rendered afresh from the spec)."""
     result = planned(spec_path)
@@ -107,7 +109,7 @@ def bringup(
     write_inventory(inventory, state.inventory)
     if retry_failed:
         limit = retry_limit(state)
-    outcome = run_site(result, inventory, state, console, limit=limit, tags=tags)
+    outcome = run_site(result, inventory, state, console, limit=limit, tags=tags, tuning=tuning)
     return 0 if outcome.ok else 1
 
 

@@ -142,9 +142,12 @@ def _connection_vars(
     spec: Cluster, node: NodeRecord, address: str, connection: Connection
 ) -> dict[str, Any]:
     if spec.provider.kind == "local":
-        # Containers of the local cluster are reached through the Docker API, no SSH keys.
+        # Containers of the local cluster are reached through `docker exec`, no SSH keys. The
+        # short name routes to community.docker.docker; Mitogen replaces only the short name.
+        # The connection is root already: sudo would only start a second interpreter per node.
         return {
-            "ansible_connection": "community.docker.docker",
+            "ansible_connection": "docker",
+            "ansible_become": False,
             "ansible_host": container_name(spec, node.name),
             "ansible_python_interpreter": "/usr/bin/python3",
         }

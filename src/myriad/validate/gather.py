@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from myriad.bringup.runner import PLAYBOOKS, run_playbook
+from myriad.bringup.runner import PLAYBOOKS, TUNED_WITHOUT_MITOGEN, run_playbook
 from myriad.validate.facts import NodeFacts, decode, node_facts, unreadable
 
 FACTS_PLAYBOOK = PLAYBOOKS / "facts.yml"
@@ -133,6 +133,8 @@ def gather(
         },
         on_event=handle,
         timeout_s=timeout_s,
+        # One task per node: a persistent interpreter would cost more to start than it saves.
+        tuning=TUNED_WITHOUT_MITOGEN,
     )
     # A failure the events did not carry (a timeout of the whole run) still names the host.
     for failure in outcome.failures:

@@ -26,7 +26,7 @@ from typing import Any
 
 import yaml
 
-from myriad.bringup.runner import run_playbook
+from myriad.bringup.runner import TUNED_WITHOUT_MITOGEN, run_playbook
 from myriad.plan.model import NodeBandwidth
 from myriad.render.hardware import ports
 from myriad.render.inventory import Inventory
@@ -501,5 +501,6 @@ def run_perf(
         run_dir,
         hosts=len(perf.nodes) + 1,
         on_event=collect,
+        tuning=TUNED_WITHOUT_MITOGEN,
     )
     return results_from_output(perf, outputs)
