@@ -25,7 +25,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 LOCAL = ROOT / "inventories" / "local" / "cluster.yaml"
-PHASE = re.compile(r"^✓ (?P<name>[a-z -]+?)(?: — .*)? \((?P<seconds>[0-9.]+) s\)$")
+PHASE = re.compile(r"^[✓✗] (?P<name>[a-z -]+?)(?: — .*)? \((?P<seconds>[0-9.]+) s\)$")
 RECAP = re.compile(r"^Recap \((?P<status>\w+), (?P<seconds>[0-9.]+) s\)")
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -79,7 +80,17 @@ def up(
         return 1
     if validate is None:
         return 0
-    return validate(result, state, console)
+    start = time.monotonic()
+    code = validate(result, state, console)
+    mark, verdict = (
+        ("[bold green]✓[/bold green]", "matches")
+        if code == 0
+        else ("[bold red]✗[/bold red]", "differs from")
+    )
+    console.print(
+        f"{mark} validation — the cluster {verdict} its spec ({time.monotonic() - start:.1f} s)"
+    )
+    return code
 
 
 def bringup(
