@@ -139,6 +139,7 @@ def run_site(
             "failed_hosts": outcome.failed_hosts(),
             "changed_hosts": list(outcome.changed_hosts),
             "run_dir": str(run_dir),
+            "tuning": tuning.label,
             "seconds": round(outcome.seconds, 1),
             "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }

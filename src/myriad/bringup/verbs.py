@@ -170,7 +170,7 @@ def status(spec_path: Path, console: Console) -> int:
     if last:
         console.print(
             f"last bring-up: {last.get('status')} at {last.get('finished_at')} in "
-            f"{last.get('seconds')} s; log: {last.get('run_dir')}"
+            f"{last.get('seconds')} s ({last.get('tuning', 'tuned')}); log: {last.get('run_dir')}"
         )
     else:
         console.print("no bring-up recorded yet")
