@@ -26,8 +26,8 @@ def _run(*argv: str) -> subprocess.CompletedProcess[str]:
 @pytest.mark.parametrize(
     "argv",
     [
-        ("ruff", "check", "src", "tests", "benchmarks", "stacks"),
-        ("ruff", "format", "--check", "src", "tests", "benchmarks", "stacks"),
+        ("ruff", "check", "--no-cache", "src", "tests", "benchmarks", "stacks"),
+        ("ruff", "format", "--no-cache", "--check", "src", "tests", "benchmarks", "stacks"),
         ("mypy",),
     ],
     ids=["ruff-check", "ruff-format", "mypy"],

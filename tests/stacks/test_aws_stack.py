@@ -13,7 +13,6 @@ from typing import Any
 import pulumi
 import pytest
 import yaml
-from stack_harness import ADMIN_KEY, REPO, Built, run_program, spec_with, stack_config, walk
 
 from myriad.provision.stack_outputs import match_spec, parse_nodes
 from myriad.render.nodes import iter_nodes
@@ -21,6 +20,8 @@ from myriad.spec.models import Cluster
 from stacks.interface import StackError
 from stacks.program import build
 from stacks.settings import read_settings
+
+from stack_harness import ADMIN_KEY, REPO, Built, run_program, spec_with, stack_config, walk
 
 AWS_DEV = REPO / "inventories/aws-dev/cluster.yaml"
 UNTAGGABLE = ("aws:ec2/routeTableAssociation:RouteTableAssociation", "pulumi:providers:aws")

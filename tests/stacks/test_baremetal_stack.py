@@ -13,6 +13,15 @@ from typing import Any
 
 import pulumi
 import pytest
+
+from myriad.provision.stack_outputs import match_spec, parse_nodes
+from myriad.render.nodes import iter_nodes
+from myriad.spec.models import Cluster
+from stacks.interface import StackError
+from stacks.program import build
+from stacks.pxe import bundle_digest, render_pxe
+from stacks.settings import StackFileConfig, pxe_settings, read_settings
+
 from stack_harness import (
     ADMIN_KEY,
     BMC_PASSWORD,
@@ -25,14 +34,6 @@ from stack_harness import (
     stack_config,
     walk,
 )
-
-from myriad.provision.stack_outputs import match_spec, parse_nodes
-from myriad.render.nodes import iter_nodes
-from myriad.spec.models import Cluster
-from stacks.interface import StackError
-from stacks.program import build
-from stacks.pxe import bundle_digest, render_pxe
-from stacks.settings import StackFileConfig, pxe_settings, read_settings
 
 STARTER = REPO / "inventories/starter-64/cluster.yaml"
 ROCE = REPO / "inventories/roce-10k/cluster.yaml"

@@ -12,13 +12,14 @@ from typing import Any
 
 import pulumi
 import pytest
-from stack_harness import ADMIN_KEY, REPO, run_program, spec_with, stack_config
 
 from myriad.spec import load_spec
 from stacks import program
 from stacks.instance_types import GPU_DEFAULTS, INSTANCE_TYPES, check_overrides, instance_type
 from stacks.interface import StackError
 from stacks.settings import PROJECT_ROOT, StackFileConfig, read_settings, spec_path
+
+from stack_harness import ADMIN_KEY, REPO, run_program, spec_with, stack_config
 
 LOCAL = REPO / "inventories/local/cluster.yaml"
 STARTER = REPO / "inventories/starter-64/cluster.yaml"

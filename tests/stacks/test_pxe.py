@@ -12,12 +12,13 @@ from typing import Any
 
 import pytest
 import yaml
-from stack_harness import ADMIN_KEY, BMC_PASSWORD, REPO, spec_with, stack_config
 
 from myriad.provision.redfish import ssh_banner_marker
 from myriad.spec.models import Cluster
 from stacks import pxe
 from stacks.settings import PxeSettings, StackFileConfig, pxe_settings
+
+from stack_harness import ADMIN_KEY, BMC_PASSWORD, REPO, spec_with, stack_config
 
 STARTER = REPO / "inventories/starter-64/cluster.yaml"
 SOURCE = "inventories/starter-64/cluster.yaml"

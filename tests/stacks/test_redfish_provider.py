@@ -18,7 +18,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from conftest import Emulator, free_port, silent_listener
 
 from myriad.provision.redfish import (
     SECRET_KEYS,
@@ -34,6 +33,8 @@ from myriad.provision.redfish import (
     target_from_props,
     wait_for_ssh,
 )
+
+from conftest import Emulator, free_port, silent_listener
 
 
 class FakeNode:

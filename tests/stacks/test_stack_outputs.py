@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from stack_harness import REPO
 
 from myriad.provision import stack_outputs
 from myriad.provision.stack_outputs import (
@@ -26,6 +25,8 @@ from myriad.provision.stack_outputs import (
 )
 from myriad.render.nodes import iter_nodes
 from myriad.spec import load_spec
+
+from stack_harness import REPO
 
 STARTER = load_spec(REPO / "inventories/starter-64/cluster.yaml").spec
 
