@@ -1,8 +1,8 @@
 """Shared fixtures for the fact parser tests: real captures, own fixtures, truncation checks.
 
-The real captures live outside the repository, in `<repo root>/../shared/samples` (CI
-clones the repository with shared/ beside it). Their absence is a broken checkout, not a
-reason to skip: a parser suite that silently skips its real-data tests proves nothing.
+The real captures live in `tests/samples/<tool>/`, with their sources in
+`tests/samples/SOURCES.md`. Their absence is a broken checkout, not a reason to skip: a
+parser suite that silently skips its real-data tests proves nothing.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import pytest
 from myriad.validate.parsers.common import INTERNAL_ERROR, ParseFailure
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-SAMPLES_DIR = REPO_ROOT.parent / "shared" / "samples"
+SAMPLES_DIR = REPO_ROOT / "tests" / "samples"
 FIXTURES_DIR = Path(__file__).resolve().parent / "fixtures"
 
 # Mid-line cuts are tried at every offset of small captures; bigger ones are sampled.
@@ -29,8 +29,8 @@ _SAMPLED_CUTS = 600
 def samples_dir() -> Path:
     if not SAMPLES_DIR.is_dir():
         pytest.fail(
-            f"real tool captures not found at {SAMPLES_DIR}: the parser tests need the "
-            "shared/ directory checked out beside the repository (shared/samples/<tool>/)",
+            f"real tool captures not found at {SAMPLES_DIR}: the parser tests need "
+            "tests/samples/<tool>/ from the repository",
             pytrace=False,
         )
     return SAMPLES_DIR
@@ -38,7 +38,7 @@ def samples_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def sample(samples_dir: Path) -> Callable[[str], str]:
-    """Read a capture by its path under shared/samples, bytes kept as they are."""
+    """Read a capture by its path under tests/samples, bytes kept as they are."""
 
     def read(relative: str) -> str:
         path = samples_dir / relative
