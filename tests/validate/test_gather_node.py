@@ -1,6 +1,6 @@
 """gather_node.py run for real, locally, against fake tools and a fake file tree.
 
-The fake tools are small shell scripts that print the real captures in shared/samples (and
+The fake tools are small shell scripts that print the real captures in tests/samples (and
 this directory's fixtures); the fake root holds sysfs, procfs and /etc files built from the
 same captures. PATH holds nothing else, so every tool not faked is genuinely missing.
 What this does not exercise: the real tools' own behaviour on a node (the live local

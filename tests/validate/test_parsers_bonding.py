@@ -1,4 +1,4 @@
-"""/proc/net/bonding parser against real captures (shared/samples/proc-net-bonding)."""
+"""/proc/net/bonding parser against real captures (tests/samples/proc-net-bonding)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""ibstat, sysfs and ibv_devinfo parsers against real captures (shared/samples)."""
+"""ibstat, sysfs and ibv_devinfo parsers against real captures (tests/samples)."""
 
 from __future__ import annotations
 

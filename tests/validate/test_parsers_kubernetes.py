@@ -1,6 +1,6 @@
 """`kubectl get nodes -o json` parser.
 
-No real capture of a GPU node list was found (shared/samples/SOURCES.md, Gaps), so
+No real capture of a GPU node list was found (tests/samples/SOURCES.md, Gaps), so
 fixtures/kubectl-get-nodes-o-json_v1.29.json is written to the Kubernetes API reference
 for Node v1 (status.capacity / status.allocatable, status.conditions type Ready,
 spec.taints, spec.unschedulable) with nvidia.com/gpu as the NVIDIA device plugin

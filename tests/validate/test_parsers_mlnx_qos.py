@@ -1,4 +1,4 @@
-"""mlnx_qos parser against the real capture (shared/samples/mlnx_qos, see SOURCES.md)."""
+"""mlnx_qos parser against the real capture (tests/samples/mlnx_qos, see SOURCES.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""nvidia-smi parsers against real captures (shared/samples, see SOURCES.md there).
+"""nvidia-smi parsers against real captures (tests/samples, see SOURCES.md there).
 
 Expected values below were read from the capture files by hand.
 """

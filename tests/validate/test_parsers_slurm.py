@@ -1,6 +1,6 @@
 """Slurm parsers and the hostlist codec.
 
-sinfo tests use the real captures in shared/samples/slurm-sinfo. No attributable real
+sinfo tests use the real captures in tests/samples/slurm-sinfo. No attributable real
 `scontrol show node` or `scontrol show topology` capture exists (SOURCES.md, Gaps), so
 the fixtures for those are written to the format strings of Slurm's own printers:
 slurm_sprint_node_table() in src/api/node_info.c (23.11: `-o` joins the lines with a
