@@ -12,7 +12,7 @@ import time
 import tracemalloc
 from pathlib import Path
 
-from myriad.planning import plan_loaded
+from myriad.plan.pipeline import plan_loaded
 from myriad.spec import load_spec_text
 
 TEMPLATE = Path(__file__).resolve().parents[1] / "inventories" / "h100-100k" / "cluster.yaml"

@@ -23,7 +23,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from myriad.planning import PlanResult, plan_loaded
+from myriad.plan.pipeline import PlanResult, plan_loaded
 from myriad.render.inventory import Inventory, build_inventory
 from myriad.spec import load_spec
 from myriad.validate.checks import CheckResult, evaluate

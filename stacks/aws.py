@@ -20,7 +20,7 @@ import pulumi
 import pulumi_aws as aws
 import yaml
 
-from myriad.render.nodes import NodeRecord
+from myriad.plan.nodes import NodeRecord
 from myriad.spec.models import Cluster, Pool
 from stacks.instance_types import InstanceType, check_overrides, instance_type
 from stacks.interface import ProviderResult, StackError, all_records, node_record

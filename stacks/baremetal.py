@@ -14,8 +14,8 @@ from typing import Any
 import pulumi
 import pulumi.dynamic
 
+from myriad.plan.nodes import NodeRecord
 from myriad.provision.redfish import SECRET_KEYS, RedfishNodeProvider, bmc_base_url
-from myriad.render.nodes import NodeRecord
 from myriad.spec.models import BareMetalHost, Cluster
 from stacks.interface import ProviderResult, StackError, all_records, node_record
 from stacks.pxe import HostEntry, bundle_digest, hosts_for, render_pxe

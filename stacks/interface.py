@@ -2,7 +2,7 @@
 
 A provider is one module (`stacks/<kind>.py`) with a `build` function of the `ProviderBuild`
 shape, registered by kind in `stacks.program`. It creates the machines of one stack's scope
-and returns them as node records whose keys are `myriad.provision.stack_outputs.NODE_KEYS`,
+and returns them as node records whose keys are `myriad.plan.machines.NODE_KEYS`,
 the shape `myriad render --stack` reads back.
 """
 
@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import pulumi
 
-from myriad.provision.stack_outputs import NODE_KEYS
-from myriad.render.nodes import NodeRecord
+from myriad.errors import MyriadError
+from myriad.plan.machines import NODE_KEYS
+from myriad.plan.nodes import NodeRecord
 from myriad.spec.models import Cluster
-from myriad.spec.problems import MyriadError
 
 if TYPE_CHECKING:
     from stacks.settings import StackSettings
@@ -63,7 +63,7 @@ def node_record(
         "ids": dict(ids),
         "public_address": public_address,
     }
-    assert tuple(record) == NODE_KEYS, "node_record and stack_outputs.NODE_KEYS disagree"
+    assert tuple(record) == NODE_KEYS, "node_record and machines.NODE_KEYS disagree"
     return record
 
 

@@ -12,9 +12,9 @@ from collections.abc import Mapping
 
 import pulumi
 
+from myriad.errors import MyriadError
 from myriad.spec import SpecError, load_spec
 from myriad.spec.models import Cluster
-from myriad.spec.problems import MyriadError
 from stacks.interface import ProviderBuild, ProviderResult, StackError
 from stacks.settings import NAMESPACE, PulumiConfig, StackSettings, read_settings, spec_path
 from stacks.sharding import scope_for

@@ -21,12 +21,12 @@ from pathlib import Path
 
 import jinja2
 
+from myriad.errors import MyriadError
 from myriad.fsutil import atomic_write_text
+from myriad.plan.nodes import NodeRecord, iter_nodes
 from myriad.provision.redfish import ssh_banner_marker
-from myriad.render.nodes import NodeRecord, iter_nodes
 from myriad.spec import SpecError, load_spec
 from myriad.spec.models import BareMetalHost, Cluster
-from myriad.spec.problems import MyriadError
 from stacks.interface import StackError
 from stacks.settings import (
     PROJECT_ROOT,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from myriad.render.nodes import NodeRecord, iter_nodes
+from myriad.plan.nodes import NodeRecord, iter_nodes
 from myriad.spec.models import Cluster
 from stacks.interface import StackError
 

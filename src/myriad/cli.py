@@ -16,18 +16,18 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 
 from myriad import __version__
+from myriad.errors import MyriadError, SpecError
 from myriad.fsutil import atomic_write_text
-from myriad.spec.problems import MyriadError, SpecError
 
 if TYPE_CHECKING:
-    from myriad.bringup.runner import Tuning
     from myriad.bringup.verbs import Validator
+    from myriad.runner import Tuning
 
 EXIT_OK, EXIT_PROBLEM, EXIT_INVALID = 0, 1, 2
 
 
 def _cmd_plan(args: argparse.Namespace, out: Console, err: Console) -> int:
-    from myriad.planning import plan_spec
+    from myriad.plan.pipeline import plan_spec
 
     result = plan_spec(args.spec)
     document = result.to_dict()
@@ -45,7 +45,7 @@ def _cmd_plan(args: argparse.Namespace, out: Console, err: Console) -> int:
 
 
 def _cmd_render(args: argparse.Namespace, out: Console, err: Console) -> int:
-    from myriad.render.pipeline import render_spec
+    from myriad.provision.resolve import render_spec
 
     machines_file: Path | None = args.stack_outputs
     result = render_spec(
@@ -64,10 +64,12 @@ def _cmd_render(args: argparse.Namespace, out: Console, err: Console) -> int:
 
 def _cmd_up(args: argparse.Namespace, out: Console, err: Console) -> int:
     from myriad.bringup import verbs
+    from myriad.views.progress import Phases
 
     return verbs.up(
         args.spec,
         out,
+        reporter=Phases(out),
         validate=None if args.no_validate else _validator(),
         retry_failed=args.retry_failed,
         tuning=_tuning(args),
@@ -75,7 +77,7 @@ def _cmd_up(args: argparse.Namespace, out: Console, err: Console) -> int:
 
 
 def _tuning(args: argparse.Namespace) -> Tuning:
-    from myriad.bringup import runner
+    from myriad import runner
 
     if args.ansible_defaults:
         return runner.ANSIBLE_DEFAULTS
@@ -90,10 +92,12 @@ def _validator() -> Validator:
 
 def _cmd_bringup(args: argparse.Namespace, out: Console, err: Console) -> int:
     from myriad.bringup import verbs
+    from myriad.views.progress import Phases
 
     return verbs.bringup(
         args.spec,
         out,
+        reporter=Phases(out),
         stack=args.stack,
         stack_outputs=args.stack_outputs,
         limit=_split(args.limit),

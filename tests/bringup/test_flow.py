@@ -8,7 +8,10 @@ from pathlib import Path
 import pytest
 
 from myriad.bringup import flow
-from myriad.bringup.runner import (
+from myriad.errors import FlowError
+from myriad.plan.pipeline import plan_loaded
+from myriad.provision import local
+from myriad.runner import (
     ANSIBLE_DEFAULTS,
     TUNED,
     TUNED_WITHOUT_MITOGEN,
@@ -18,8 +21,6 @@ from myriad.bringup.runner import (
     forks_for,
     new_run_dir,
 )
-from myriad.planning import plan_loaded
-from myriad.provision import local
 from myriad.views.progress import PlaybookProgress
 
 from spec_builder import load_example
@@ -38,7 +39,7 @@ def test_retry_failed_reads_the_last_runs_failures(
 ) -> None:
     monkeypatch.setenv(flow.STATE_ENV, str(tmp_path))
     state = flow.cluster_state("lab")
-    with pytest.raises(flow.FlowError, match="no failed nodes"):
+    with pytest.raises(FlowError, match="no failed nodes"):
         flow.retry_limit(state)
     state.write_status(last_bringup={"failed_hosts": ["node02"], "status": "failed"})
     assert flow.retry_limit(state) == ["node02"]

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from myriad.planning import plan_loaded
+from myriad.plan.pipeline import plan_loaded
 from myriad.render.inventory import build_inventory
 from myriad.render.writer import write_inventory
 from myriad.spec import load_spec_text

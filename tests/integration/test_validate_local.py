@@ -18,11 +18,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from myriad.bringup.runner import new_run_dir
-from myriad.planning import PlanResult, plan_loaded
+from myriad.plan.nodes import container_name
+from myriad.plan.pipeline import PlanResult, plan_loaded
 from myriad.provision import local
-from myriad.render.inventory import Inventory, build_inventory, container_name
+from myriad.render.inventory import Inventory, build_inventory
 from myriad.render.writer import write_inventory
+from myriad.runner import new_run_dir
 from myriad.spec import load_spec_text
 from myriad.validate.expectations import expect, load_role_defaults
 from myriad.validate.gather import gather

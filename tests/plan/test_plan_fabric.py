@@ -7,6 +7,7 @@ from collections import Counter
 
 import pytest
 
+from myriad.errors import MyriadError
 from myriad.plan import (
     FabricError,
     FabricLimit,
@@ -19,7 +20,6 @@ from myriad.plan import (
 )
 from myriad.plan.model import Fabric, Island, LeafPlacement
 from myriad.spec import LoadedSpec
-from myriad.spec.problems import MyriadError
 
 from spec_builder import cluster, gpu_profile, load_example, load_fixture
 

@@ -9,8 +9,8 @@ import pytest
 import yaml
 
 from myriad.cli import main
-from myriad.planning import plan_loaded
-from myriad.provision.stack_outputs import StackNode
+from myriad.plan.machines import StackNode
+from myriad.plan.pipeline import plan_loaded
 from myriad.render import writer
 from myriad.render.inventory import Inventory, build_inventory
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from myriad.planning import plan_loaded
+from myriad.plan.pipeline import plan_loaded
 from myriad.render.inventory import build_inventory
 
 from spec_builder import load_example

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from myriad.errors import format_path
 from myriad.spec import SpecError, load_spec
-from myriad.spec.problems import format_path
 
 BAD = Path(__file__).parent / "bad"
 EXPECTED: dict[str, list[dict[str, str]]] = yaml.safe_load((BAD / "expected.yaml").read_text())

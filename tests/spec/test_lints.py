@@ -7,9 +7,9 @@ from pathlib import Path
 
 import yaml
 
-from myriad.planning import plan_loaded
+from myriad.plan.lints import Finding
+from myriad.plan.pipeline import plan_loaded
 from myriad.spec import LoadedSpec, load_spec_text
-from myriad.spec.lints import Finding
 
 from spec_builder import cluster, gpu_profile, load_example
 

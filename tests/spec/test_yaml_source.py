@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from myriad.spec.problems import SpecError
+from myriad.errors import SpecError
 from myriad.spec.yaml_source import Mark, parse_document, resolve_plain
 
 

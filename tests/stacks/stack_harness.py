@@ -20,7 +20,7 @@ import yaml
 from pulumi.runtime import mocks as pulumi_mocks
 from pulumi.runtime import rpc
 
-from myriad.render.nodes import iter_nodes
+from myriad.plan.nodes import iter_nodes
 from myriad.spec import load_spec_text
 from myriad.spec.models import Cluster
 

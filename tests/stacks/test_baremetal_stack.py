@@ -14,8 +14,8 @@ from typing import Any
 import pulumi
 import pytest
 
+from myriad.plan.nodes import iter_nodes
 from myriad.provision.stack_outputs import match_spec, parse_nodes
-from myriad.render.nodes import iter_nodes
 from myriad.spec.models import Cluster
 from stacks.interface import StackError
 from stacks.program import build

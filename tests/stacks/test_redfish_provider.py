@@ -19,15 +19,12 @@ from typing import Any
 
 import pytest
 
+from myriad.errors import NodeUnreachable, RedfishError, RedfishHttpError, RedfishTimeout
 from myriad.provision.redfish import (
     SECRET_KEYS,
     BmcCredentials,
-    NodeUnreachable,
     RedfishClient,
-    RedfishError,
-    RedfishHttpError,
     RedfishNodeProvider,
-    RedfishTimeout,
     read_node,
     ssh_banner_marker,
     target_from_props,

@@ -13,17 +13,17 @@ from typing import Any
 
 import pytest
 
+from myriad.errors import StackOutputsError
+from myriad.plan.machines import StackNode
+from myriad.plan.nodes import iter_nodes
 from myriad.provision import stack_outputs
 from myriad.provision.stack_outputs import (
-    StackNode,
-    StackOutputsError,
     load_saved,
     match_spec,
     merge,
     parse_nodes,
     read_stack,
 )
-from myriad.render.nodes import iter_nodes
 from myriad.spec import load_spec
 
 from stack_harness import REPO

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from myriad.planning import PlanResult, plan_loaded
+from myriad.plan.pipeline import PlanResult, plan_loaded
 from myriad.render.inventory import Inventory, build_inventory
 from myriad.spec import load_spec_text
 from myriad.validate.checks import CheckResult, evaluate

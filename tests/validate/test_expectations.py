@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from myriad.planning import PlanResult, plan_loaded
+from myriad.plan.pipeline import PlanResult, plan_loaded
 from myriad.render.inventory import Inventory, build_inventory
 from myriad.validate.checks import EVALUATORS
 from myriad.validate.expectations import (

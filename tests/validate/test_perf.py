@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from myriad.planning import PlanResult, plan_loaded
+from myriad.plan.pipeline import PlanResult, plan_loaded
 from myriad.render.inventory import build_inventory
 from myriad.validate.parsers import ParseFailure
 from myriad.validate.perf import (

@@ -17,19 +17,17 @@ from typing import Any
 
 from rich.console import Console
 
-from myriad.bringup.runner import PLAYBOOKS, TUNED, RunResult, Tuning, new_run_dir, run_playbook
+from myriad import paths
+from myriad.bringup.reporting import Reporter
+from myriad.errors import FlowError
 from myriad.fsutil import atomic_write_text
-from myriad.planning import PlanResult, plan_spec
-from myriad.render.inventory import Inventory, build_inventory
+from myriad.plan.pipeline import PlanResult, plan_spec
+from myriad.provision.resolve import resolve_cluster
+from myriad.render.inventory import Inventory
 from myriad.render.writer import write_inventory
-from myriad.spec.problems import MyriadError
-from myriad.views.progress import Phases, recap_table
+from myriad.runner import TUNED, RunResult, Tuning, new_run_dir, run_playbook
 
 STATE_ENV = "MYRIAD_STATE_DIR"
-
-
-class FlowError(MyriadError):
-    exit_code = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,16 +64,15 @@ def cluster_state(cluster: str) -> ClusterState:
 
 
 def planned(spec_path: Path) -> PlanResult:
+    """The spec's plan, for the verbs that need no inventory; PlanError on lint errors."""
     result = plan_spec(spec_path)
-    if result.plan is None or result.has_errors:
-        errors = "; ".join(f.message for f in result.findings if f.severity == "error")
-        raise FlowError(f"the spec has lint errors (see `myriad plan`): {errors}")
+    result.usable_plan()
     return result
 
 
 def render_state(result: PlanResult, state: ClusterState) -> Inventory:
-    assert result.plan is not None
-    inventory = build_inventory(result.loaded.spec, result.loaded.catalog, result.plan)
+    """The local cluster's inventory (every address planned), written to the state folder."""
+    inventory = resolve_cluster(result).inventory
     write_inventory(inventory, state.inventory)
     return inventory
 
@@ -104,20 +101,20 @@ def run_site(
     inventory: Inventory,
     state: ClusterState,
     console: Console,
+    reporter: Reporter,
     *,
     limit: Sequence[str] | None = None,
     tags: Sequence[str] | None = None,
     tuning: Tuning = TUNED,
     max_fail_percentage: int | None = None,
 ) -> RunResult:
-    phases = Phases(console)
     run_dir = new_run_dir(state.root, "bringup")
     hosts = list(limit) if limit else list(inventory.hosts)
     if max_fail_percentage is None:
         max_fail_percentage = failure_budget(len(hosts))
-    with phases.playbook("bring-up (playbooks/site.yml)") as progress:
+    with reporter.playbook("bring-up (playbooks/site.yml)") as progress:
         outcome = run_playbook(
-            PLAYBOOKS / "site.yml",
+            paths.playbook("site.yml"),
             state.inventory / "hosts.yml",
             run_dir,
             hosts=len(hosts),
@@ -130,7 +127,7 @@ def run_site(
             on_event=progress.on_event,
             tuning=tuning,
         )
-    console.print(recap_table(outcome, hosts))
+    reporter.recap(outcome, hosts)
     console.print(f"Ansible's full event log: {run_dir / 'artifacts'}")
     state.write_status(
         last_bringup={

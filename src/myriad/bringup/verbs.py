@@ -19,14 +19,12 @@ from myriad.bringup.flow import (
     retry_limit,
     run_site,
 )
-from myriad.bringup.runner import TUNED, Tuning
-from myriad.planning import PlanResult
+from myriad.bringup.reporting import Reporter
+from myriad.plan.pipeline import PlanResult
 from myriad.provision import local
-from myriad.provision.stack_outputs import load_saved, match_spec, read_stack
-from myriad.render.inventory import build_inventory
-from myriad.render.pipeline import PROJECT_ROOT
+from myriad.provision.resolve import resolve_cluster
 from myriad.render.writer import write_inventory
-from myriad.views.progress import Phases
+from myriad.runner import TUNED, Tuning
 
 # Called after a successful bring-up: (plan, inventory dir, state, console) → exit code.
 Validator = Callable[[PlanResult, ClusterState, Console], int]
@@ -45,32 +43,32 @@ def up(
     spec_path: Path,
     console: Console,
     *,
+    reporter: Reporter,
     validate: Validator | None,
     retry_failed: bool = False,
     tuning: Tuning = TUNED,
 ) -> int:
-    phases = Phases(console)
-    with phases.phase("plan") as notes:
+    with reporter.phase("plan") as notes:
         result = planned(spec_path)
         _require_local(result, "up")
         spec = result.loaded.spec
         notes.append(f"{result.plan.nodes if result.plan else 0} nodes")
     state = cluster_state(spec.metadata.name)
-    with phases.phase("node image") as notes:
+    with reporter.phase("node image") as notes:
         from myriad.provision.node_image import ensure_node_image, node_image_recipe
 
         notes.append(ensure_node_image(node_image_recipe())[:19])
-    with phases.phase("containers") as notes:
+    with reporter.phase("containers") as notes:
         outcome = local.converge(spec)
         counts: dict[str, int] = {}
         for what in outcome.values():
             counts[what] = counts.get(what, 0) + 1
         notes.extend(f"{n} {what}" for what, n in sorted(counts.items()))
-    with phases.phase("inventory") as notes:
+    with reporter.phase("inventory") as notes:
         inventory = render_state(result, state)
         notes.append(str(state.inventory))
     limit = retry_limit(state) if retry_failed else None
-    bringup = run_site(result, inventory, state, console, limit=limit, tuning=tuning)
+    bringup = run_site(result, inventory, state, console, reporter, limit=limit, tuning=tuning)
     if not bringup.ok:
         failed = ", ".join(bringup.failed_hosts()) or bringup.status
         console.print(
@@ -97,6 +95,7 @@ def bringup(
     spec_path: Path,
     console: Console,
     *,
+    reporter: Reporter,
     stack: str | None = None,
     stack_outputs: Path | None = None,
     limit: Sequence[str] | None = None,
@@ -105,22 +104,21 @@ def bringup(
     tuning: Tuning = TUNED,
 ) -> int:
     """The site playbook against any environment's inventory (rendered afresh from the spec)."""
-    result = planned(spec_path)
-    assert result.plan is not None
-    spec = result.loaded.spec
-    state = cluster_state(spec.metadata.name)
-    machines = []
-    if stack is not None:
-        machines = read_stack(stack, cwd=PROJECT_ROOT)
-    elif stack_outputs is not None:
-        machines = load_saved(stack_outputs)
-    if machines:
-        match_spec(spec, machines, require_all=False)
-    inventory = build_inventory(spec, result.loaded.catalog, result.plan, machines=machines)
-    write_inventory(inventory, state.inventory)
+    cluster = resolve_cluster(spec_path, stack=stack, stack_outputs=stack_outputs)
+    state = cluster_state(cluster.spec.metadata.name)
+    write_inventory(cluster.inventory, state.inventory)
     if retry_failed:
         limit = retry_limit(state)
-    outcome = run_site(result, inventory, state, console, limit=limit, tags=tags, tuning=tuning)
+    outcome = run_site(
+        cluster.result,
+        cluster.inventory,
+        state,
+        console,
+        reporter,
+        limit=limit,
+        tags=tags,
+        tuning=tuning,
+    )
     return 0 if outcome.ok else 1
 
 

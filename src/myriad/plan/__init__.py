@@ -4,8 +4,8 @@ Pure functions, no I/O. `make_plan` is linear in pools and islands; per-node fac
 (NIC placements, the switch tree) are computed on demand by the iterators below.
 """
 
+from myriad.errors import FabricError
 from myriad.plan.fabric import (
-    FabricError,
     FabricLimit,
     TreeSwitch,
     fabric_limits,

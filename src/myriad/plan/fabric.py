@@ -2,7 +2,7 @@
 
 Only compute nodes are on this fabric. Compute nodes are numbered from 0 across the compute
 pools in pool order; node `i` belongs to island `i // island_nodes`, the same rule the
-inventory uses (`myriad.render.nodes`).
+inventory uses (`myriad.plan.nodes`).
 
 Every compute node is given `rails` endpoint slots: the most endpoints (compute NIC ports)
 any compute profile has, or 1 for a profile without compute NICs. Slot `j` of a node is its
@@ -54,10 +54,10 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from myriad.errors import FabricError
 from myriad.plan.model import Fabric, Island, LeafPlacement
 from myriad.spec.catalog_models import Catalog
 from myriad.spec.models import Cluster, Pool, Profile
-from myriad.spec.problems import MyriadError
 
 # Cables carry optics at both ends; we assume optics on every link (see the module doc).
 TRANSCEIVERS_PER_LINK = 2
@@ -69,10 +69,6 @@ CORE_NAME = "core{number:03d}"
 
 Mode = Literal["single", "two-tier", "islands", "pods"]
 Tier = Literal["leaf", "spine", "core"]
-
-
-class FabricError(MyriadError, ValueError):
-    """The compute fabric cannot be built from these switches at this size."""
 
 
 def leaf_name(island: int, number: int) -> str:

@@ -19,12 +19,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Literal
 
+from myriad.errors import LocalClusterError
+from myriad.plan.addresses import host_addresses
+from myriad.plan.nodes import container_name, iter_nodes
 from myriad.provision.node_image import IMAGE_TAG
-from myriad.render.addresses import host_addresses
-from myriad.render.inventory import container_name
-from myriad.render.nodes import iter_nodes
 from myriad.spec.models import Cluster
-from myriad.spec.problems import MyriadError
 
 log = logging.getLogger(__name__)
 
@@ -44,10 +43,6 @@ SYSTEMD_RUN_OPTIONS = (
 )  # fmt: skip
 
 NodeState = Literal["created", "started", "running", "removed"]
-
-
-class LocalClusterError(MyriadError):
-    exit_code = 1
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,6 +29,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from myriad.errors import NodeImageError
+
 logger = logging.getLogger(__name__)
 logger.addHandler(logging.NullHandler())
 
@@ -87,10 +89,6 @@ DEBOOTSTRAP_TIMEOUT_S = 1800.0
 IMPORT_TIMEOUT_S = 900.0
 CLEANUP_TIMEOUT_S = 60.0
 LOCK_TIMEOUT_S = DEBOOTSTRAP_TIMEOUT_S + 2 * IMPORT_TIMEOUT_S
-
-
-class NodeImageError(RuntimeError):
-    """The node image could not be found or built; the message says what to do about it."""
 
 
 @dataclass(frozen=True)

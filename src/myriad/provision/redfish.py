@@ -37,33 +37,13 @@ from pulumi.dynamic import (
     UpdateResult,
 )
 
-from myriad.spec.problems import MyriadError
+from myriad.errors import NodeUnreachable, RedfishError, RedfishHttpError, RedfishTimeout
 
 logger = logging.getLogger(__name__)
 logger.addHandler(logging.NullHandler())
 
 SYSTEMS = "/redfish/v1/Systems"
 _MAX_REDIRECTS = 3
-
-
-class RedfishError(MyriadError):
-    """A BMC did not do what was asked."""
-
-
-class RedfishTimeout(RedfishError):
-    """A BMC, or a node behind it, did not answer in time."""
-
-
-class RedfishHttpError(RedfishError):
-    """A BMC answered with an HTTP error status."""
-
-    def __init__(self, message: str, status: int) -> None:
-        super().__init__(message)
-        self.status = status
-
-
-class NodeUnreachable(RedfishTimeout):
-    """A node did not answer on SSH within its deadline."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,46 +18,15 @@ import json
 import shutil
 import subprocess
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, get_args
 
-from myriad.render.nodes import iter_nodes
+from myriad.errors import StackOutputsError
+from myriad.plan.machines import NODE_KEYS, StackNode
+from myriad.plan.nodes import iter_nodes
 from myriad.spec.models import Cluster, Role
-from myriad.spec.problems import MyriadError
 
-NODE_KEYS = ("name", "address", "pool", "role", "island", "provider", "ids", "public_address")
 _ROLES: tuple[str, ...] = get_args(Role)
-
-
-class StackOutputsError(MyriadError):
-    """The stack outputs are missing, unreadable or disagree with the spec."""
-
-    exit_code = 2
-
-
-@dataclass(frozen=True, slots=True)
-class StackNode:
-    name: str
-    address: str
-    pool: str
-    role: Role
-    island: int | None
-    provider: str
-    ids: Mapping[str, str] = field(default_factory=dict)
-    public_address: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "address": self.address,
-            "pool": self.pool,
-            "role": self.role,
-            "island": self.island,
-            "provider": self.provider,
-            "ids": dict(self.ids),
-            "public_address": self.public_address,
-        }
 
 
 def parse_nodes(outputs: Any, source: str = "stack outputs") -> list[StackNode]:

@@ -14,11 +14,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from myriad.plan.addresses import host_addresses
 from myriad.plan.fabric import leaf_placement
+from myriad.plan.machines import StackNode
 from myriad.plan.model import Plan
-from myriad.provision.stack_outputs import StackNode
-from myriad.render.addresses import host_addresses
-from myriad.render.nodes import NodeRecord, iter_nodes
+from myriad.plan.nodes import NodeRecord, container_name, iter_nodes
 from myriad.render.role_vars import (
     cluster_vars,
     host_role_vars,
@@ -155,11 +155,6 @@ def _connection_vars(
     if connection.user:
         variables["ansible_user"] = connection.user
     return variables
-
-
-def container_name(spec: Cluster, node: str) -> str:
-    """The local cluster's container for a node: prefixed, so two clusters never collide."""
-    return f"{spec.metadata.name}-{node}"
 
 
 def _leaves(

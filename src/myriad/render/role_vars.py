@@ -13,8 +13,8 @@ from typing import Any
 
 from myriad.plan.fabric import leaf_placement
 from myriad.plan.model import Plan
-from myriad.render.hardware import ports
-from myriad.render.nodes import NodeRecord
+from myriad.plan.nodes import NodeRecord
+from myriad.plan.ports import ports
 from myriad.spec.catalog_models import Catalog
 from myriad.spec.models import Cluster, Pool
 

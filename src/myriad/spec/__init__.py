@@ -1,8 +1,8 @@
 """The cluster spec: models, YAML loading with locations, the hardware catalog."""
 
+from myriad.errors import MyriadError, Problem, SpecError
 from myriad.spec.loader import LoadedSpec, load_spec, load_spec_text, shipped_catalog
 from myriad.spec.models import Cluster
-from myriad.spec.problems import MyriadError, Problem, SpecError
 
 __all__ = [
     "Cluster",

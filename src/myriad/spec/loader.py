@@ -18,9 +18,9 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
+from myriad.errors import Path, Problem, SpecError
 from myriad.spec.catalog_models import Catalog
 from myriad.spec.models import Cluster
-from myriad.spec.problems import Path, Problem, SpecError
 from myriad.spec.references import reference_problems
 from myriad.spec.yaml_source import Document, SourceMap, parse_document
 

@@ -12,9 +12,9 @@ import typing
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
+from myriad.errors import Path, Problem
 from myriad.spec.catalog_models import Catalog
 from myriad.spec.models import Role, hostname
-from myriad.spec.problems import Path, Problem
 from myriad.spec.yaml_source import SourceMap
 
 NIC_PURPOSES = ("compute", "storage", "management")

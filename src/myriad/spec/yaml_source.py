@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from myriad.spec.problems import Path, Problem, SpecError
+from myriad.errors import Path, Problem, SpecError
 
 # A spec of any real cluster is a few hundred values; far more means an alias bomb.
 MAX_VALUES = 200_000

@@ -23,13 +23,13 @@ from typing import Any
 
 import yaml
 
+from myriad import paths
 from myriad.plan.model import Plan
-from myriad.render.hardware import Port, ports
+from myriad.plan.ports import Port, ports
 from myriad.render.inventory import Inventory
 from myriad.spec.catalog_models import Catalog
 from myriad.spec.models import Cluster, Pool, Profile
 
-ROLES_PATH = Path(__file__).resolve().parents[3] / "roles"
 # Roles whose defaults complete what the inventory says (a variable the renderer leaves out
 # takes the role's default on the node, so the expectation must too).
 DEFAULT_ROLES = (
@@ -257,9 +257,10 @@ class GresExpect:
 
 
 @cache
-def load_role_defaults(roles: Path = ROLES_PATH) -> Mapping[str, Any]:
+def load_role_defaults(roles: Path | None = None) -> Mapping[str, Any]:
     """The roles' defaults/main.yml merged: what a node gets where the inventory is silent."""
     merged: dict[str, Any] = {}
+    roles = paths.roles_dir() if roles is None else roles
     for role in DEFAULT_ROLES:
         path = roles / role / "defaults" / "main.yml"
         if path.is_file():

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from myriad.bringup.runner import PLAYBOOKS, TUNED_WITHOUT_MITOGEN, run_playbook
+from myriad import paths
+from myriad.runner import TUNED_WITHOUT_MITOGEN, run_playbook
 from myriad.validate.facts import NodeFacts, decode, node_facts, unreadable
 
-FACTS_PLAYBOOK = PLAYBOOKS / "facts.yml"
 GATHER_SCRIPT = Path(__file__).resolve().with_name("gather_node.py")
 GATHER_TASK = "Run the fact gatherer on the node"
 DEFAULT_PROBE_TIMEOUT_S = 20
@@ -122,7 +122,7 @@ def gather(
 
     start = time.monotonic()
     outcome = run_playbook(
-        FACTS_PLAYBOOK,
+        paths.playbook("facts.yml"),
         inventory_dir / "hosts.yml",
         run_dir,
         hosts=len(hosts),

@@ -26,10 +26,10 @@ from typing import Any
 
 import yaml
 
-from myriad.bringup.runner import TUNED_WITHOUT_MITOGEN, run_playbook
 from myriad.plan.model import NodeBandwidth
-from myriad.render.hardware import ports
+from myriad.plan.ports import ports
 from myriad.render.inventory import Inventory
+from myriad.runner import TUNED_WITHOUT_MITOGEN, run_playbook
 from myriad.spec.loader import LoadedSpec
 from myriad.validate.checks import CheckResult, Status
 from myriad.validate.parsers import ParseFailure, compress_hostlist

@@ -20,14 +20,13 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
-from myriad.bringup.runner import new_run_dir
-from myriad.planning import PlanResult, plan_spec
-from myriad.provision.stack_outputs import StackNode, load_saved, match_spec, read_stack
-from myriad.render.inventory import Inventory, build_inventory
-from myriad.render.pipeline import PROJECT_ROOT
+from myriad.errors import ValidateError
+from myriad.plan.pipeline import PlanResult
+from myriad.provision.resolve import resolve_cluster
+from myriad.render.inventory import Inventory
 from myriad.render.writer import write_inventory
+from myriad.runner import new_run_dir
 from myriad.spec.loader import LoadedSpec
-from myriad.spec.problems import MyriadError
 from myriad.validate import perf as perf_module
 from myriad.validate.checks import cluster_view, evaluate
 from myriad.validate.expectations import expect, load_role_defaults
@@ -37,10 +36,6 @@ from myriad.validate.report import ValidationReport, merge, print_report, to_jso
 
 if TYPE_CHECKING:
     from myriad.bringup.flow import ClusterState
-
-
-class ValidateError(MyriadError):
-    exit_code = 1
 
 
 def _plan(plan_result: PlanResult) -> Any:
@@ -187,14 +182,6 @@ class _Progress:
             self.status.update(f"gathering facts: {self.done:,} of {self.total:,} nodes answered")
 
 
-def _machines(stack: str | None, stack_outputs: Path | None) -> list[StackNode]:
-    if stack is not None:
-        return read_stack(stack, cwd=PROJECT_ROOT)
-    if stack_outputs is not None:
-        return load_saved(stack_outputs)
-    return []
-
-
 def _state_root(cluster: str) -> Path:
     from myriad.bringup.flow import cluster_state
 
@@ -222,13 +209,8 @@ def run_validate(
     out = console or Console()
     # With --json the document is the only thing on stdout; tables and progress go to stderr.
     screen = Console(stderr=True) if json_output else out
-    plan_result = plan_spec(spec_path)
-    plan = _plan(plan_result)
-    loaded = plan_result.loaded
-    machines = _machines(stack, stack_outputs)
-    if machines:
-        match_spec(loaded.spec, machines, require_all=False)
-    inventory = build_inventory(loaded.spec, loaded.catalog, plan, machines=machines)
+    cluster = resolve_cluster(spec_path, stack=stack, stack_outputs=stack_outputs)
+    plan_result, loaded, inventory = cluster.result, cluster.loaded, cluster.inventory
     state_root = _state_root(loaded.spec.metadata.name)
     if inventory_dir is None:
         inventory_dir = state_root / "inventory"
@@ -259,9 +241,8 @@ def run_validate(
 
 def validate_after_bringup(result: PlanResult, state: ClusterState, console: Console) -> int:
     """The last phase of `myriad up`: validate the freshly brought-up cluster."""
-    plan = _plan(result)
     loaded = result.loaded
-    inventory = build_inventory(loaded.spec, loaded.catalog, plan)
+    inventory = resolve_cluster(result).inventory
     progress = _Progress(console, len(inventory.hosts))
     with progress.status:
         report = validate_cluster(

@@ -8,9 +8,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from myriad.plan.lints import Finding
 from myriad.plan.model import Plan
-from myriad.planning import PlanResult
-from myriad.spec.lints import Finding
+from myriad.plan.pipeline import PlanResult
 from myriad.spec.loader import LoadedSpec
 
 _SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}

@@ -17,7 +17,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from myriad.bringup.runner import RunResult
+from myriad.runner import RunResult
 
 
 @dataclass(slots=True)
@@ -79,7 +79,9 @@ class PlaybookProgress:
 
 
 class Phases:
-    """Phase lines: `✓ containers 4 nodes (3.2 s)`; the live part only on a terminal."""
+    """Phase lines: `✓ containers 4 nodes (3.2 s)`; the live part only on a terminal.
+
+    The console form of bring-up's `Reporter` (myriad.bringup.reporting)."""
 
     def __init__(self, console: Console) -> None:
         self.console = console
@@ -115,6 +117,9 @@ class Phases:
 
             progress.on_event = on_event  # type: ignore[method-assign]
             yield progress
+
+    def recap(self, result: RunResult, hosts: Sequence[str]) -> None:
+        self.console.print(recap_table(result, hosts))
 
 
 def recap_table(result: RunResult, hosts: Sequence[str]) -> Table:

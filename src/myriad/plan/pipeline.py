@@ -7,9 +7,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from myriad.plan import FabricError, make_plan
+from myriad.errors import FabricError, PlanError
+from myriad.plan.lints import Finding, lint
 from myriad.plan.model import Plan
-from myriad.spec.lints import Finding, lint
+from myriad.plan.planner import make_plan
 from myriad.spec.loader import LoadedSpec, load_spec
 
 
@@ -24,6 +25,13 @@ class PlanResult:
     @property
     def has_errors(self) -> bool:
         return any(f.severity == "error" for f in self.findings)
+
+    def usable_plan(self) -> Plan:
+        """The plan, for the stages that build from it; PlanError when lints found errors."""
+        if self.plan is None or self.has_errors:
+            errors = "; ".join(f.message for f in self.findings if f.severity == "error")
+            raise PlanError(f"the spec has lint errors (see `myriad plan`): {errors}")
+        return self.plan
 
     def to_dict(self) -> dict[str, Any]:
         return _finite(

@@ -17,23 +17,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from myriad.spec.problems import MyriadError
+from myriad import paths
+from myriad.errors import RunnerError
 
 log = logging.getLogger(__name__)
 
-PROJECT_ROOT = Path(__file__).resolve().parents[3]
-ROLES_PATH = PROJECT_ROOT / "roles"
-PLAYBOOKS = PROJECT_ROOT / "playbooks"
 # Ansible's default of 5 forks makes a 1,000-node run 200 sequential waves; more forks than
 # this costs the controller memory (one Python process each) without making nodes faster.
 MAX_FORKS = 100
 
 Status = Literal["successful", "failed", "timeout", "canceled"]
 EventHandler = Callable[[Mapping[str, Any]], None]
-
-
-class RunnerError(MyriadError):
-    exit_code = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +114,7 @@ def _envvars(run_dir: Path, tuning: Tuning) -> dict[str, str]:
     venv_bin = str(Path(sys.executable).parent)
     env = {
         "PATH": f"{venv_bin}{os.pathsep}{os.environ.get('PATH', '')}",
-        "ANSIBLE_ROLES_PATH": str(ROLES_PATH),
+        "ANSIBLE_ROLES_PATH": str(paths.roles_dir()),
         "ANSIBLE_NOCOLOR": "1",
         "ANSIBLE_RETRY_FILES_ENABLED": "false",
         "ANSIBLE_HOST_KEY_CHECKING": "true",

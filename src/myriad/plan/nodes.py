@@ -23,6 +23,11 @@ class NodeRecord:
     island: int | None
 
 
+def container_name(spec: Cluster, node: str) -> str:
+    """The local cluster's container for a node: prefixed, so two clusters never collide."""
+    return f"{spec.metadata.name}-{node}"
+
+
 def island_size(spec: Cluster) -> int:
     compute_nodes = sum(pool.count for pool in spec.pools_with_role("compute"))
     return spec.network.topology.island_nodes or max(compute_nodes, 1)

@@ -12,13 +12,9 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Iterator, Sequence
 
-from myriad.spec.problems import MyriadError
+from myriad.errors import AddressError
 
 FIRST_HOST_OFFSET = 10
-
-
-class AddressError(MyriadError):
-    exit_code = 2
 
 
 def host_addresses(cidr: str, count: int, *, what: str) -> Sequence[str]:

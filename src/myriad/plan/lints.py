@@ -14,13 +14,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Literal
 
+from myriad.errors import Path, format_path
 from myriad.plan.bandwidth import pcie_slot_gbs
 from myriad.plan.fabric import fabric_limits
 from myriad.plan.model import Plan
 from myriad.spec.catalog_models import NicModel
 from myriad.spec.loader import LoadedSpec
 from myriad.spec.models import NicGroup, Profile
-from myriad.spec.problems import Path, format_path
 
 Severity = Literal["error", "warning", "info"]
 SEVERITY_ORDER: dict[Severity, int] = {"error": 0, "warning": 1, "info": 2}

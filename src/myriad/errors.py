@@ -1,0 +1,150 @@
+"""Every error Myriad reports to a user, in one place at the bottom of the layers.
+
+`MyriadError` is the base: the command line prints its message (no traceback) and exits with
+its `exit_code` (1: the cluster or its environment has a problem; 2: the input is unusable).
+Each stage raises its own subclass, so a caller can tell them apart without importing the
+stage. A spec's problems (`Problem`) carry their place, what is wrong and what would be right.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+Path = tuple[str | int, ...]
+
+
+def format_path(path: Path) -> str:
+    """`('pools', 1, 'count')` → `pools[1].count`, the way a reader navigates the file."""
+    text = ""
+    for part in path:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        else:
+            text += f".{part}" if text else part
+    return text or "(document)"
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    file: str
+    line: int
+    column: int
+    path: Path
+    message: str
+    hint: str = ""
+
+    def render(self) -> str:
+        where = f"{self.file}:{self.line}:{self.column}"
+        text = f"{where}: {format_path(self.path)}: {self.message}"
+        return f"{text}\n    hint: {self.hint}" if self.hint else text
+
+
+class MyriadError(Exception):
+    """Base of the errors Myriad reports to a user; each maps to an exit code."""
+
+    exit_code = 1
+
+
+class SpecError(MyriadError):
+    """The spec cannot be used: every problem of the file, in file order."""
+
+    exit_code = 2
+
+    def __init__(self, problems: Iterable[Problem]) -> None:
+        self.problems: Sequence[Problem] = sorted(
+            problems, key=lambda p: (p.file, p.line, p.column, format_path(p.path))
+        )
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        count = len(self.problems)
+        head = f"{count} problem{'s' if count != 1 else ''} in the spec:"
+        return "\n".join([head, *(p.render() for p in self.problems)])
+
+
+class ProjectNotFound(MyriadError):
+    """Myriad's roles and playbooks are nowhere to be found; the message says what to set."""
+
+    exit_code = 2
+
+
+# --- spec and plan ----------------------------------------------------------------------
+
+
+class PlanError(MyriadError):
+    """The spec loads but its plan has lint errors, so nothing can be built from it."""
+
+    exit_code = 1
+
+
+class FabricError(MyriadError, ValueError):
+    """The compute fabric cannot be built from these switches at this size."""
+
+
+class AddressError(MyriadError):
+    """A network of the spec has too few addresses for its nodes."""
+
+    exit_code = 2
+
+
+# --- provision --------------------------------------------------------------------------
+
+
+class StackOutputsError(MyriadError):
+    """The stack outputs are missing, unreadable or disagree with the spec."""
+
+    exit_code = 2
+
+
+class LocalClusterError(MyriadError):
+    """Docker could not make or read the local cluster's containers."""
+
+    exit_code = 1
+
+
+class NodeImageError(MyriadError, RuntimeError):
+    """The local cluster's node image could not be built or found."""
+
+    exit_code = 1
+
+
+class RedfishError(MyriadError):
+    """A BMC did not do what was asked."""
+
+
+class RedfishTimeout(RedfishError):
+    """A BMC, or a node behind it, did not answer in time."""
+
+
+class RedfishHttpError(RedfishError):
+    """A BMC answered with an HTTP error status."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class NodeUnreachable(RedfishTimeout):
+    """A node did not answer on SSH within its deadline."""
+
+
+# --- running Ansible, bring-up, validation ----------------------------------------------
+
+
+class RunnerError(MyriadError):
+    """ansible-runner could not start a playbook."""
+
+    exit_code = 1
+
+
+class FlowError(MyriadError):
+    """A bring-up verb cannot go on (wrong provider, nothing to retry, damaged state)."""
+
+    exit_code = 1
+
+
+class ValidateError(MyriadError):
+    """Validation cannot run as asked (bad --limit, no inventory, too few nodes for --perf)."""
+
+    exit_code = 1

@@ -1,0 +1,112 @@
+"""spec → plan → machines → inventory: the one sequence every command starts with.
+
+`resolve_cluster` loads and plans the spec (or takes a plan already made), refuses a plan
+with lint errors, reads the machines a Pulumi stack made (from the stack itself or from a
+saved `pulumi stack output --json`), checks them against the spec, and builds the Ansible
+inventory from all three. `myriad render`, `bringup`, `up` and `validate` all call it, so
+they can never disagree on the inventory of a cluster. Writing the inventory to disk is the
+caller's choice (`write_inventory`): `render` writes where asked, the others into the
+cluster's state folder.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from myriad import paths
+from myriad.plan.machines import StackNode
+from myriad.plan.model import Plan
+from myriad.plan.pipeline import PlanResult, plan_spec
+from myriad.provision.stack_outputs import load_saved, match_spec, read_stack
+from myriad.render.inventory import Connection, Inventory, build_inventory
+from myriad.render.writer import write_inventory
+from myriad.spec.catalog_models import Catalog
+from myriad.spec.loader import LoadedSpec
+from myriad.spec.models import Cluster
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedCluster:
+    """A spec with everything derived from it: its plan, its machines and its inventory."""
+
+    result: PlanResult
+    plan: Plan
+    machines: tuple[StackNode, ...]
+    inventory: Inventory
+
+    @property
+    def loaded(self) -> LoadedSpec:
+        return self.result.loaded
+
+    @property
+    def spec(self) -> Cluster:
+        return self.result.loaded.spec
+
+    @property
+    def catalog(self) -> Catalog:
+        return self.result.loaded.catalog
+
+
+def read_machines(stack: str | None, stack_outputs: Path | None) -> list[StackNode]:
+    """The machines of a Pulumi stack (run in the project folder), of a saved copy of its
+    outputs, or none: then every address is planned from the spec (the local cluster)."""
+    if stack is not None:
+        return read_stack(stack, cwd=paths.project_root())
+    if stack_outputs is not None:
+        return load_saved(stack_outputs)
+    return []
+
+
+def resolve_cluster(
+    source: Path | PlanResult,
+    *,
+    stack: str | None = None,
+    stack_outputs: Path | None = None,
+    connection: Connection | None = None,
+) -> ResolvedCluster:
+    """`source` is a spec file, or the plan of one already made (`up` plans before it
+    creates containers). PlanError when the plan has lint errors; StackOutputsError when
+    the machines disagree with the spec (a partial set is fine: island stacks come one by
+    one)."""
+    result = source if isinstance(source, PlanResult) else plan_spec(source)
+    plan = result.usable_plan()
+    machines = read_machines(stack, stack_outputs)
+    if machines:
+        match_spec(result.loaded.spec, machines, require_all=False)
+    inventory = build_inventory(
+        result.loaded.spec,
+        result.loaded.catalog,
+        plan,
+        machines=machines,
+        connection=connection or Connection(),
+    )
+    return ResolvedCluster(result, plan, tuple(machines), inventory)
+
+
+@dataclass(frozen=True, slots=True)
+class RenderResult:
+    cluster: str
+    path: Path
+    hosts: int
+    groups: int
+    inventory: Inventory
+
+
+def render_spec(
+    spec_path: Path,
+    out: Path,
+    *,
+    stack: str | None = None,
+    stack_outputs: Path | None = None,
+    ssh_user: str | None = None,
+) -> RenderResult:
+    """What `myriad render` does: resolve the cluster and write its inventory to `out`."""
+    cluster = resolve_cluster(
+        spec_path, stack=stack, stack_outputs=stack_outputs, connection=Connection(user=ssh_user)
+    )
+    inventory = cluster.inventory
+    path = write_inventory(inventory, out)
+    groups = sum(1 for hosts in inventory.groups.values() if hosts)
+    hosts = len(inventory.host_vars)
+    return RenderResult(cluster.spec.metadata.name, path, hosts, groups, inventory)
