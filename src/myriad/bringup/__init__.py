@@ -1,1 +1,1 @@
-"""Bringing nodes up: playbooks through ansible-runner, progress, recaps, retries."""
+"""Bringing nodes up: the verbs, the cluster's state folder, the site playbook run, retries."""

@@ -1,2 +1,2 @@
-"""Provisioning: the local container environment that stands in for cluster nodes, and reading
-Pulumi stack outputs for real environments."""
+"""Provisioning: the local container environment that stands in for cluster nodes, reading
+Pulumi stack outputs for real environments, and `resolve_cluster` (spec → inventory)."""

@@ -1,1 +1,1 @@
-"""From spec and plan to the artifacts other tools read: node lists, Ansible inventory."""
+"""From spec and plan to the artifacts other tools read: the Ansible inventory."""
