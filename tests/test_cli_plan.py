@@ -63,3 +63,42 @@ def test_the_console_script_runs_without_a_traceback(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert "more than one YAML document" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+BAD = sorted((ROOT / "tests" / "spec" / "bad").glob("[0-9]*.yaml"))
+
+
+@pytest.mark.parametrize("bad", BAD, ids=[path.name for path in BAD])
+def test_every_bad_spec_exits_2_with_a_located_message_and_writes_nothing(
+    bad: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    assert main(["plan", str(bad), "--out", str(out)]) == 2
+    assert not out.exists()
+    err = capsys.readouterr().err
+    assert f"{bad}:" in err and "Traceback" not in err
+
+
+def test_user_text_is_printed_as_written_not_as_markup(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # rich reads [..] as markup: '[/]' closes a style that was never opened (a crash after
+    # plan.json is written), '[ocp]' reads as a style name and silently vanishes.
+    text = STARTER.read_text()
+    text = "\n".join(
+        '  description: "[/] as written"' if line.startswith("  description:") else line
+        for line in text.splitlines()
+    )
+    custom = (
+        "catalog:\n  gpus:\n    H100[ocp][/]:\n      source: an H100 with an odd name [/]\n"
+        "      form_factor: sxm\n      memory_gb: 80\n      board_power_w: 700\n"
+        "      bf16_dense_tflops: 989\n      fp8_dense_tflops: 1979\n      nvlink_gbs: 900\n"
+        "      nvlink_links: 18\n      pcie_gen: 5\n"
+    )
+    text = text.replace("model: H100-SXM5-80GB", "model: 'H100[ocp][/]'") + "\n" + custom
+    spec = tmp_path / "odd.yaml"
+    spec.write_text(text)
+    code = main(["plan", str(spec)])
+    out = capsys.readouterr().out
+    assert code in (0, 1)
+    assert "H100[ocp][/]" in out

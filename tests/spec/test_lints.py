@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import yaml
 
+from myriad.errors import SpecError
 from myriad.plan.lints import Finding
 from myriad.plan.pipeline import plan_loaded
 from myriad.spec import LoadedSpec, load_spec_text
@@ -102,27 +104,32 @@ def test_addressing_too_small_for_the_nodes() -> None:
     assert "/29" in finding.suggestion
 
 
-def test_pool_names_that_collide_as_hostnames() -> None:
+def test_pool_names_that_collide_as_hostnames_make_the_spec_invalid() -> None:
     profiles = {"node": gpu_profile()}
     pools = [
         {"name": "gpu", "profile": "node", "count": 100, "role": "compute"},
         {"name": "gpu1", "profile": "node", "count": 2, "role": "compute"},
     ]
     # gpu + "101"? no: gpu pool pads to 3 digits (gpu001..gpu100); gpu1 pads to 2 (gpu101,
-    # gpu102) — no clash. With 200 nodes, gpu pool reaches gpu101: a clash.
-    assert findings(cluster(profiles=profiles, pools=pools), "duplicate-names") == []
+    # gpu102) — no clash. With 200 nodes, gpu pool reaches gpu101: a clash, and one host
+    # name for two nodes makes the spec meaningless (exit 2), not a lint finding.
+    cluster(profiles=profiles, pools=pools)
     pools[0]["count"] = 200
-    [finding] = findings(cluster(profiles=profiles, pools=pools), "duplicate-names")
-    assert "gpu101" in finding.message
+    with pytest.raises(SpecError) as caught:
+        cluster(profiles=profiles, pools=pools)
+    [problem] = caught.value.problems
+    assert problem.path == ("pools", 1, "name") and "gpu101" in problem.message
 
 
-def test_duplicate_pool_names() -> None:
+def test_duplicate_pool_names_make_the_spec_invalid() -> None:
     pools = [
         {"name": "gpu", "profile": "node", "count": 2, "role": "compute"},
         {"name": "gpu", "profile": "node", "count": 2, "role": "compute"},
     ]
-    [finding] = findings(cluster(pools=pools), "duplicate-names")
-    assert finding.path == ("pools", 1, "name")
+    with pytest.raises(SpecError) as caught:
+        cluster(pools=pools)
+    [problem] = caught.value.problems
+    assert problem.path == ("pools", 1, "name") and "already used by pools[0]" in problem.message
 
 
 def test_switch_and_nic_must_speak_the_fabric() -> None:

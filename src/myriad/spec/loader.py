@@ -7,6 +7,7 @@ Every problem of a file is collected and raised together as one `SpecError`, eac
 from __future__ import annotations
 
 import difflib
+import re
 import types
 import typing
 from dataclasses import dataclass
@@ -130,13 +131,29 @@ _PATTERN_HINTS = {
 }
 
 
+_BOUND_WORDS = {
+    "greater_than": "greater than",
+    "greater_than_equal": "at least",
+    "less_than": "less than",
+    "less_than_equal": "at most",
+}
+
+
+def _number(value: Any) -> str:
+    """1,000,000 rather than 1000000: a limit and a typo are easier to compare so."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return str(value)
+    return f"{value:,}" if isinstance(value, int) else f"{value:,g}"
+
+
 def _describe(value: Any) -> str:
     if isinstance(value, bool):
         return f"boolean {str(value).lower()}"
     if isinstance(value, int):
         return f"number {value}"
     if isinstance(value, float):
-        return f"number {value:g}"
+        # repr, not :g: "2048.0" must not read back as the whole number 2048.
+        return f"number {value!r}"
     if isinstance(value, str):
         return f"string {value!r}"
     if value is None:
@@ -168,18 +185,17 @@ def _problem_from(error: ErrorDetails, model: type[BaseModel], source: SourceMap
         hint = _type_hint(kind, value)
     elif kind == "literal_error":
         expected = error.get("ctx", {}).get("expected", "")
-        message = f"{_describe(value)} is not one of {expected}"
-        choices = [c.strip().strip("'") for c in expected.replace(" or ", ",").split(",")]
-        hint = _did_you_mean(str(value), [c for c in choices if c])
+        message, hint = _literal_problem(value, expected)
     elif kind == "string_pattern_mismatch":
         pattern = error.get("ctx", {}).get("pattern", "")
         message = f"{_describe(value)} is not valid here"
         hint = f"expected {_PATTERN_HINTS.get(pattern, f'text matching {pattern}')}"
     elif kind in ("value_error", "assertion_error"):
         message = str(error.get("ctx", {}).get("error", message))
-    elif kind.startswith(("greater_than", "less_than")):
-        bound = message.removeprefix("Input should be ")
-        message = f"must be {bound}, got {value}"
+    elif kind in _BOUND_WORDS:
+        (bound,) = error.get("ctx", {}).values() or (message,)
+        message = f"must be {_BOUND_WORDS[kind]} {_number(bound)}, got {_number(value)}"
+        hint = _field_description(model, path)
     elif kind.endswith("_too_short"):
         message = message.replace("Input should", "must").replace("Tuple should", "must")
     if path and path[-1] == "[key]":
@@ -188,7 +204,44 @@ def _problem_from(error: ErrorDetails, model: type[BaseModel], source: SourceMap
     return source.problem(path, message, hint)
 
 
+_DECIMAL_COMMA = re.compile(r"^[-+]?[0-9]+,[0-9]+$")
+_THOUSANDS = re.compile(r"^[-+]?[0-9]{1,3}(,[0-9]{3})+$")
+
+
+def _literal_problem(value: Any, expected: str) -> tuple[str, str]:
+    """A value outside a fixed set of choices, with a hint that is itself accepted."""
+    message = f"{_describe(value)} is not one of {expected}"
+    parts = [c.strip() for c in expected.replace(" or ", ",").split(",") if c.strip()]
+    # pydantic quotes string choices ('roce') and writes numbers bare (8).
+    words = [c.strip("'") for c in parts if c.startswith("'")]
+    numbers = [c for c in parts if not c.startswith("'")]
+    if isinstance(value, str) and value.strip() in numbers:
+        return (
+            f"expected the number {value.strip()}, got string {value!r}",
+            f"write {value.strip()} without quotes",
+        )
+    if isinstance(value, float) and value.is_integer() and str(int(value)) in numbers:
+        return f"expected a whole number, got number {value!r}", f"write {int(value)}"
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and f"{value:g}" in words:
+        return message, f'quote it: "{value:g}"'
+    word = _did_you_mean(str(value), words)
+    if word:
+        return message, word
+    close = difflib.get_close_matches(str(value), numbers, n=1, cutoff=0.6)
+    return message, f"did you mean {close[0]}?" if close else ""
+
+
 def _type_hint(kind: str, value: Any) -> str:
+    if kind in ("int_type", "float_type", "int_from_float") and isinstance(value, str):
+        text = value.strip()
+        if kind == "float_type" and _DECIMAL_COMMA.match(text):
+            return f"write {text.replace(',', '.')}: a decimal comma makes it text"
+        if _THOUSANDS.match(text) or (kind != "float_type" and _DECIMAL_COMMA.match(text)):
+            return f"write {text.replace(',', '')}: digit separators make it text"
+    if kind in ("int_type", "int_from_float") and isinstance(value, float):
+        if value.is_integer():
+            return f"write {int(value)}, without the decimal point"
+        return "use a whole number"
     if kind == "string_type" and isinstance(value, (int, float)) and not isinstance(value, bool):
         return (
             f'YAML read this as a number; quote it: "{value:g}"'
@@ -199,8 +252,6 @@ def _type_hint(kind: str, value: Any) -> str:
         return "write true or false (yes/no/on/off are not booleans in a spec)"
     if kind in ("int_type", "float_type", "int_from_float") and isinstance(value, str):
         return "write the number without quotes"
-    if kind in ("int_type", "int_from_float") and isinstance(value, float):
-        return "use a whole number"
     return ""
 
 
@@ -254,6 +305,12 @@ def _field_names(model: type[BaseModel], path: Path) -> list[str]:
     if found is None:
         return []
     return [field.alias or name for name, field in found.model_fields.items()]
+
+
+def _field_description(model: type[BaseModel], path: Path) -> str:
+    parent = _model_at(model, path[:-1]) if path else None
+    field = _field_by_name(parent, str(path[-1])) if parent is not None else None
+    return (field.description or "") if field is not None else ""
 
 
 def _field_hint(model: type[BaseModel], path: Path) -> str:

@@ -8,13 +8,14 @@ wrong shape are skipped here: the model validation reports them.
 from __future__ import annotations
 
 import difflib
+import ipaddress
 import typing
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from myriad.errors import Path, Problem
 from myriad.spec.catalog_models import Catalog
-from myriad.spec.models import Role, hostname
+from myriad.spec.models import MAX_NODES, MAX_POOLS, Role, hostname
 from myriad.spec.yaml_source import SourceMap
 
 NIC_PURPOSES = ("compute", "storage", "management")
@@ -96,7 +97,122 @@ def _references(data: Mapping[str, Any], shipped: Catalog, source: SourceMap) ->
         if isinstance(model, str) and model not in switches:
             yield _unknown(source, ("network", "topology", field), "switch", model, switches)
 
+    yield from _pool_names(pools, source)
+    yield from _node_total(pools, source)
     yield from _host_references(data, pools, source)
+    yield from _aws_only_references(data, source)
+
+
+def _aws_only_references(data: Mapping[str, Any], source: SourceMap) -> Iterator[Problem]:
+    """EFA and FSx for Lustre exist on AWS only."""
+    kind = _mapping(data.get("provider")).get("kind")
+    if not isinstance(kind, str) or kind == "aws":
+        return
+    if _mapping(data.get("network")).get("fabric") == "efa":
+        yield source.problem(
+            ("network", "fabric"),
+            f"fabric efa is AWS's Elastic Fabric Adapter, but provider kind is {kind}",
+            "use provider kind aws with an EFA instance type, or infiniband, roce or ethernet",
+        )
+    if _mapping(data.get("storage")).get("kind") == "fsx-lustre":
+        yield source.problem(
+            ("storage", "kind"),
+            f"fsx-lustre is made by the aws stack, but provider kind is {kind}",
+            "use kind lustre with the file system's server and export",
+        )
+    yield from _address_overlaps(data, source)
+
+
+def _named_pools(pools: tuple[Any, ...]) -> list[tuple[int, str, int]]:
+    """(index, name, count) of each pool whose name and count have the right shape."""
+    named = []
+    for index, raw in enumerate(pools):
+        pool = _mapping(raw)
+        name, count = pool.get("name"), pool.get("count")
+        if isinstance(name, str) and type(count) is int and 0 < count <= MAX_NODES:
+            named.append((index, name, count))
+    return named
+
+
+def _pool_names(pools: tuple[Any, ...], source: SourceMap) -> Iterator[Problem]:
+    """Two pools with one name, or whose numbered host names meet, make one host two nodes."""
+    named = _named_pools(pools)
+    first: dict[str, int] = {}
+    for index, name, _ in named:
+        if name in first:
+            yield source.problem(
+                ("pools", index, "name"),
+                f"pool name '{name}' is already used by pools[{first[name]}]: "
+                "their hosts would have the same names",
+                "give every pool its own name",
+            )
+        else:
+            first.setdefault(name, index)
+    distinct = [(i, n, c) for i, n, c in named if first[n] == i]
+    if len(distinct) > MAX_POOLS:
+        return  # the model refuses so many pools
+    for later, (index, name, count) in enumerate(distinct):
+        for other_index, other, other_count in distinct[:later]:
+            shared = first_shared_host(other, other_count, name, count)
+            if shared is not None:
+                yield source.problem(
+                    ("pools", index, "name"),
+                    f"pools '{other}' (pools[{other_index}]) and '{name}' both produce the host "
+                    f"name {shared}",
+                    "host names are the pool name and a zero-padded index; rename a pool so "
+                    "that neither name is the other followed by digits",
+                )
+                break
+
+
+def pool_width(count: int) -> int:
+    """Digits of a pool's host index, as `hostname` pads it."""
+    return max(2, len(str(count)))
+
+
+def host_index(host: str, pool: str, count: int) -> int | None:
+    """The 1-based index of `host` in the pool, or None: arithmetic, not a list of names."""
+    digits = host[len(pool) :]
+    if not host.startswith(pool) or len(digits) != pool_width(count):
+        return None
+    if not (digits.isascii() and digits.isdigit()):
+        return None
+    index = int(digits)
+    return index if 1 <= index <= count else None
+
+
+def first_shared_host(a: str, a_count: int, b: str, b_count: int) -> str | None:
+    """The first host name pools a and b (different names) would both produce, if any.
+
+    Names are `name + index padded to w digits`. With a the shorter name, a collision needs
+    b = a + s for digits s, and a's padded index = s + b's padded index: so w_a equals
+    len(s) + w_b, and a's index s * 10**w_b + j (1 <= j <= b_count) must exist in a. The
+    smallest such index is s * 10**w_b + 1.
+    """
+    if len(a) > len(b):
+        a, a_count, b, b_count = b, b_count, a, a_count
+    suffix = b[len(a) :]
+    if a == b or not b.startswith(a) or not (suffix.isascii() and suffix.isdigit()):
+        return None
+    width_a, width_b = pool_width(a_count), pool_width(b_count)
+    if width_a != len(suffix) + width_b:
+        return None
+    index = int(suffix) * 10**width_b + 1
+    return hostname(a, a_count, index) if index <= a_count else None
+
+
+def _node_total(pools: tuple[Any, ...], source: SourceMap) -> Iterator[Problem]:
+    total = 0
+    for index, _, count in _named_pools(pools):
+        total += count
+        if total > MAX_NODES:
+            yield source.problem(
+                ("pools", index, "count"),
+                f"the pools up to this one add up to {total:,} nodes; a cluster spec may hold "
+                f"at most {MAX_NODES:,}",
+                "describe a larger site as several clusters, one spec each",
+            )
+            return
 
 
 def _host_references(
@@ -106,29 +222,89 @@ def _host_references(
     bmc_hosts = _sequence(_mapping(data.get("provider")).get("hosts"))
     if not ib_nodes and not bmc_hosts:
         return
-    hostnames = set(_hostnames(pools))
-    hint = "host names are the pool name and a zero-padded index, such as gpu0001 or ctl01"
+    counts = {name: count for _, name, count in _named_pools(pools)}
+
+    def is_host(name: str) -> bool:
+        # Each way of splitting the name into pool and index; no list of all host names.
+        return any(
+            host_index(name, name[:cut], counts[name[:cut]]) is not None
+            for cut in range(1, len(name))
+            if name[:cut] in counts
+        )
+
+    def hint(name: str) -> str:
+        for pool, count in counts.items():
+            if name.startswith(pool) and name[len(pool) :].isdigit():
+                first, last = hostname(pool, count, 1), hostname(pool, count, count)
+                return f"pool '{pool}' has hosts {first} to {last}"
+        return "host names are the pool name and a zero-padded index, such as gpu0001 or ctl01"
+
     for index, node in enumerate(ib_nodes):
-        if isinstance(node, str) and node not in hostnames:
+        if isinstance(node, str) and not is_host(node):
             yield source.problem(
                 ("network", "infiniband", "sm_nodes", index),
                 f"'{node}' is not a host of any pool",
-                hint,
+                hint(node),
             )
     for index, raw in enumerate(bmc_hosts):
         name = _mapping(raw).get("name")
-        if isinstance(name, str) and name not in hostnames:
+        if isinstance(name, str) and not is_host(name):
             yield source.problem(
-                ("provider", "hosts", index, "name"), f"'{name}' is not a host of any pool", hint
+                ("provider", "hosts", index, "name"),
+                f"'{name}' is not a host of any pool",
+                hint(name),
             )
 
 
-def _hostnames(pools: tuple[Any, ...]) -> Iterator[str]:
-    for raw in pools:
-        pool = _mapping(raw)
-        name, count = pool.get("name"), pool.get("count")
-        if isinstance(name, str) and isinstance(count, int) and count > 0:
-            yield from (hostname(name, count, i) for i in range(1, count + 1))
+_NETWORKS = (
+    (("network", "addressing", "management"), "management"),
+    (("network", "addressing", "storage"), "storage"),
+    (("network", "addressing", "compute"), "compute (IPoIB / RoCE)"),
+    (("software", "kubernetes", "pod_cidr"), "Kubernetes pod"),
+    (("software", "kubernetes", "service_cidr"), "Kubernetes service"),
+)
+# The defaults a spec gets when it names no network (models.Addressing, models.Kubernetes).
+_DEFAULTS = {
+    ("network", "addressing", "management"): "10.0.0.0/16",
+    ("software", "kubernetes", "pod_cidr"): "10.244.0.0/16",
+    ("software", "kubernetes", "service_cidr"): "10.96.0.0/12",
+}
+
+
+def _address_overlaps(data: Mapping[str, Any], source: SourceMap) -> Iterator[Problem]:
+    """Each network a node joins needs its own range, or routes and ARP become ambiguous."""
+    kubernetes = _mapping(data.get("software")).get("orchestrator") == "kubernetes"
+    seen: list[tuple[Path, str, ipaddress.IPv4Network, bool]] = []
+    for path, what in _NETWORKS:
+        if path[0] == "software" and not kubernetes:
+            continue
+        raw: Any = data
+        for part in path:
+            raw = _mapping(raw).get(part)
+        given = raw is not None
+        value = raw if given else _DEFAULTS.get(path)
+        if not isinstance(value, str):
+            continue
+        try:
+            network = ipaddress.ip_network(value, strict=True)
+        except ValueError:
+            continue  # the model reports a malformed network
+        if not isinstance(network, ipaddress.IPv4Network):
+            continue
+        for other_path, other_what, other, other_given in seen:
+            # pod against service range: the Kubernetes model reports that one
+            if path[0] == other_path[0] == "software" or not network.overlaps(other):
+                continue
+            this = f"{network}" + ("" if given else " (the default)")
+            that = f"{other}" + ("" if other_given else " (the default)")
+            yield source.problem(
+                path if given else other_path,
+                f"the {what} network {this} overlaps the {other_what} network {that}",
+                "give each network its own range, e.g. management 10.0.0.0/16, storage "
+                "10.32.0.0/16, compute 10.128.0.0/14",
+            )
+            break
+        seen.append((path, what, network, given))
 
 
 def _nic_ports(shipped: Catalog, extra: Mapping[str, Any], model: str) -> int | None:
