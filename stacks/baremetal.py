@@ -1,13 +1,17 @@
 """Bare metal: servers behind Redfish BMCs, installed over PXE, one `BareMetalNode` each.
 
-Creating a node sets a one-time PXE boot on its BMC, powers it on and waits (bounded) until the
-installed system answers on SSH; the PXE server serves what `stacks.pxe` renders. Nodes are
-protected and retained by default: removing one from the spec leaves the server as it is
-unless the stack sets `myriad:retainNodes false`, and then it is powered off.
+Creating a node flags it on the PXE server (at `myriad:pxeRoot`), sets a one-time network boot
+on its BMC and powers it on — or queues it while `provider.baremetal.parallel_installs` nodes
+install — and returns: `myriad provision wait` follows the installs. A node is reimaged only
+when its token in `myriad:replace` changes (by name, or `island-<n>` for an island), and only
+while it is off; a node that is on is never power-cycled. Nodes are protected and retained by
+default: removing one from the spec leaves the server as it is unless the stack sets
+`myriad:retainNodes false`, and then it is powered off.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,9 +20,9 @@ import pulumi.dynamic
 
 from myriad.plan.nodes import NodeRecord
 from myriad.provision.redfish import SECRET_KEYS, RedfishNodeProvider, bmc_base_url
-from myriad.spec.models import BareMetalHost, Cluster
+from myriad.spec.models import BareMetalHost, BareMetalOptions, Cluster
 from stacks.interface import ProviderResult, StackError, all_records, node_record
-from stacks.pxe import HostEntry, bundle_digest, hosts_for, render_pxe
+from stacks.pxe import HostEntry, bundle_digest, hosts_for, options, render_pxe
 from stacks.settings import NAMESPACE, StackSettings, spec_source
 from stacks.sharding import StackScope
 
@@ -30,7 +34,10 @@ class BareMetalNodeArgs:
     os: str
     bmc_username: pulumi.Input[str]
     bmc_password: pulumi.Input[str]
-    ssh_timeout_s: float = 3600.0
+    pxe_root: str
+    parallel_installs: int
+    boot_mode: str = "UEFI"
+    reimage_token: str | None = None
     power_timeout_s: float = 600.0
     request_timeout_s: float = 30.0
     verify_tls: bool = True
@@ -43,6 +50,8 @@ class BareMetalNode(pulumi.dynamic.Resource, module="myriad", name="BareMetalNod
     system_path: pulumi.Output[str]
     power_state: pulumi.Output[str]
     health: pulumi.Output[str | None]
+    install_id: pulumi.Output[str | None]
+    install_state: pulumi.Output[str | None]
 
     def __init__(
         self,
@@ -57,8 +66,10 @@ class BareMetalNode(pulumi.dynamic.Resource, module="myriad", name="BareMetalNod
             "redfish_system": args.host.redfish_system,
             "address": args.host.address,
             "os": args.os,
-            "ssh_port": 22,
-            "ssh_timeout_s": args.ssh_timeout_s,
+            "reimage_token": args.reimage_token,
+            "pxe_root": args.pxe_root,
+            "parallel_installs": args.parallel_installs,
+            "boot_mode": args.boot_mode,
             "power_timeout_s": args.power_timeout_s,
             "request_timeout_s": args.request_timeout_s,
             "verify_tls": args.verify_tls,
@@ -70,6 +81,8 @@ class BareMetalNode(pulumi.dynamic.Resource, module="myriad", name="BareMetalNod
             "system_path": None,
             "power_state": None,
             "health": None,
+            "install_id": None,
+            "install_state": None,
         }
         secret_outputs = pulumi.ResourceOptions(additional_secret_outputs=list(SECRET_KEYS))
         super().__init__(
@@ -87,6 +100,7 @@ class BareMetalClusterArgs:
     entries: tuple[HostEntry, ...]
     credentials: pulumi.Output[Any]
     settings: StackSettings
+    options: BareMetalOptions
 
 
 class BareMetalCluster(pulumi.ComponentResource):
@@ -112,7 +126,10 @@ class BareMetalCluster(pulumi.ComponentResource):
                     os=args.os,
                     bmc_username=username,
                     bmc_password=password,
-                    ssh_timeout_s=settings.ssh_timeout_s,
+                    pxe_root=settings.pxe_root,
+                    parallel_installs=args.options.parallel_installs,
+                    boot_mode=args.options.boot_mode,
+                    reimage_token=reimage_token(settings.replace, node),
                     power_timeout_s=settings.power_timeout_s,
                     request_timeout_s=settings.request_timeout_s,
                     verify_tls=settings.bmc_verify_tls,
@@ -137,6 +154,13 @@ class BareMetalCluster(pulumi.ComponentResource):
                 )
             )
         self.register_outputs({"nodes": len(self.records)})
+
+
+def reimage_token(tokens: Mapping[str, str], node: NodeRecord) -> str | None:
+    """The node's reimage token: its own in `myriad:replace`, and its island's, if any."""
+    island = tokens.get(f"island-{node.island}") if node.island is not None else None
+    parts = [f"island:{island}" if island else "", tokens.get(node.name, "")]
+    return "/".join(p for p in parts if p) or None
 
 
 def build(spec: Cluster, scope: StackScope, settings: StackSettings) -> ProviderResult:
@@ -167,6 +191,7 @@ def build(spec: Cluster, scope: StackScope, settings: StackSettings) -> Provider
             entries=entries,
             credentials=settings.bmc_credentials,
             settings=settings,
+            options=options(spec),
         ),
     )
     return ProviderResult(

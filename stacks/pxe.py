@@ -2,10 +2,13 @@
 
     python -m stacks.pxe --stack starter-64 --out /srv/myriad-pxe
 
-writes `dnsmasq.conf` and an `http/` folder (iPXE scripts, per-node Ubuntu autoinstall) for
-the stack's cluster.yaml and PXE config keys (Pulumi.<env>.yaml). The bare-metal stack renders
-the same bundle to check it and exports its digest, so a spec change that changes the PXE
-files shows in `pulumi preview`.
+writes `dnsmasq.conf`, `hosts.json`, an `http/` folder (the first iPXE script, per-node
+Ubuntu autoinstall) and `installers/` (each node's installer iPXE script) for the stack's
+cluster.yaml and PXE config keys (Pulumi.<env>.yaml). An installer script is served, as
+`http/nodes/<mac>.ipxe`, only while its node is flagged for installation
+(`myriad.provision.pxe_state`); every other boot goes to the local disk. The bare-metal stack
+renders the same bundle to check it and exports its digest, so a spec change that changes
+the PXE files shows in `pulumi preview`.
 """
 
 from __future__ import annotations
@@ -24,9 +27,10 @@ import jinja2
 from myriad.errors import MyriadError
 from myriad.fsutil import atomic_write_text
 from myriad.plan.nodes import NodeRecord, iter_nodes
+from myriad.provision.pxe_state import HOSTS_FILE, installer_path
 from myriad.provision.redfish import ssh_banner_marker
 from myriad.spec import SpecError, load_spec
-from myriad.spec.models import BareMetalHost, Cluster
+from myriad.spec.models import BareMetalHost, BareMetalOptions, Cluster, OsDisk
 from stacks.interface import StackError
 from stacks.settings import (
     PROJECT_ROOT,
@@ -73,6 +77,115 @@ def hosts_for(spec: Cluster, nodes: Sequence[NodeRecord]) -> list[HostEntry]:
     return [HostEntry(node, hosts[node.name]) for node in nodes]
 
 
+@dataclass(frozen=True, slots=True)
+class DhcpSubnet:
+    """One `dhcp-range`: the PXE server's own segment, or a rack subnet behind a DHCP relay."""
+
+    tag: str
+    network: ipaddress.IPv4Network
+    router: str
+    relayed: bool
+
+
+def options(spec: Cluster) -> BareMetalOptions:
+    return spec.provider.baremetal or BareMetalOptions()
+
+
+def dhcp_subnets(
+    entries: Sequence[HostEntry],
+    network: ipaddress.IPv4Network,
+    settings: PxeSettings,
+    prefix: int | None,
+) -> list[DhcpSubnet]:
+    """One flat segment, or (with `dhcp_subnet_prefix`) one range per rack subnet in use.
+
+    A rack subnet other than the PXE server's reaches dnsmasq through a DHCP relay on its
+    switch; its router is the subnet's first address, the usual place of the switch's SVI.
+    """
+    if prefix is None:
+        return [DhcpSubnet("mgmt", network, settings.gateway, relayed=False)]
+    own = ipaddress.ip_network(f"{settings.server}/{prefix}", strict=False)
+    used = {
+        ipaddress.ip_network(f"{entry.host.address}/{prefix}", strict=False) for entry in entries
+    } | {own}
+    subnets = []
+    for index, subnet in enumerate(sorted(used)):
+        assert isinstance(subnet, ipaddress.IPv4Network)
+        relayed = subnet != own
+        router = str(next(subnet.hosts())) if relayed else settings.gateway
+        subnets.append(DhcpSubnet(f"net{index}", subnet, router, relayed))
+    return subnets
+
+
+def storage_config(disk: OsDisk) -> dict[str, object]:
+    """Autoinstall `storage`: the OS disk chosen by `match`, or an mdadm RAID1 over two.
+
+    Without a match, subiquity picks the largest disk, which on an HGX server is a U.2 data
+    drive; `size: smallest` with the model and serial globs picks the M.2 boot device.
+    """
+    match: dict[str, object] = {"size": disk.size}
+    if disk.model:
+        match["model"] = disk.model
+    if disk.serial:
+        match["serial"] = disk.serial
+    if not disk.raid1:
+        return {"layout": {"name": "lvm", "match": match}}
+    config: list[dict[str, object]] = []
+    for index in (0, 1):
+        config.append(
+            {
+                "type": "disk",
+                "id": f"os-disk{index}",
+                "match": match,
+                "ptable": "gpt",
+                "wipe": "superblock-recursive",
+                "preserve": False,
+                "name": "",
+                "grub_device": False,
+            }
+        )
+    for index in (0, 1):
+        # An ESP on each disk: either can boot alone (subiquity installs GRUB to both).
+        config.append(
+            {
+                "type": "partition",
+                "id": f"os-disk{index}-esp",
+                "device": f"os-disk{index}",
+                "number": 1,
+                "size": 1073741824,
+                "flag": "boot",
+                "grub_device": True,
+                "preserve": False,
+            }
+        )
+        config.append(
+            {
+                "type": "partition",
+                "id": f"os-disk{index}-md",
+                "device": f"os-disk{index}",
+                "number": 2,
+                "size": -1,
+                "preserve": False,
+            }
+        )
+    config += [
+        {
+            "type": "raid",
+            "id": "os-md0",
+            "name": "md0",
+            "raidlevel": 1,
+            "devices": ["os-disk0-md", "os-disk1-md"],
+            "preserve": False,
+        },
+        {"type": "format", "id": "os-esp0-fs", "volume": "os-disk0-esp", "fstype": "fat32"},
+        {"type": "format", "id": "os-esp1-fs", "volume": "os-disk1-esp", "fstype": "fat32"},
+        {"type": "format", "id": "os-root-fs", "volume": "os-md0", "fstype": "ext4"},
+        {"type": "mount", "id": "os-esp-mount", "device": "os-esp0-fs", "path": "/boot/efi"},
+        {"type": "mount", "id": "os-root-mount", "device": "os-root-fs", "path": "/"},
+    ]
+    return {"config": config, "swap": {"size": 0}}
+
+
 def _environment() -> jinja2.Environment:
     return jinja2.Environment(
         loader=jinja2.FileSystemLoader(TEMPLATES),
@@ -95,6 +208,9 @@ def render_pxe(spec: Cluster, settings: PxeSettings, *, source: str) -> dict[str
     entries = hosts_for(spec, list(iter_nodes(spec)))
     env = _environment()
     network = ipaddress.ip_network(spec.network.addressing.management)
+    assert isinstance(network, ipaddress.IPv4Network)  # the spec's Cidr is IPv4 only
+    opts = options(spec)
+    storage = storage_config(opts.os_disk)
     http = settings.http_base
     common = {
         "cluster": spec.metadata.name,
@@ -107,14 +223,23 @@ def render_pxe(spec: Cluster, settings: PxeSettings, *, source: str) -> dict[str
     files = {
         "dnsmasq.conf": env.get_template("dnsmasq.conf.j2").render(
             **common,
-            network=network,
-            gateway=settings.gateway,
+            subnets=dhcp_subnets(entries, network, settings, opts.dhcp_subnet_prefix),
+            server=settings.server,
             dns=settings.dns,
             interface=settings.interface,
             tftp_root=settings.tftp_root,
             hosts=entries,
         ),
         "http/boot.ipxe": env.get_template("boot.ipxe.j2").render(**common),
+        HOSTS_FILE: json.dumps(
+            {
+                entry.node.name: {"mac": entry.host.mac, "address": entry.host.address}
+                for entry in entries
+            },
+            indent=1,
+            sort_keys=True,
+        )
+        + "\n",
     }
     for entry in entries:
         node, host = entry.node, entry.host
@@ -132,10 +257,11 @@ def render_pxe(spec: Cluster, settings: PxeSettings, *, source: str) -> dict[str
             "admin_user": settings.admin_user,
             "ssh_authorized_keys": list(settings.ssh_authorized_keys),
             "marker": ssh_banner_marker(node.name, spec.software.os),
+            "storage": storage,
+            "callback": f"{http}/installed/{node.name}",
             "node_json": json.dumps(identity, sort_keys=True) + "\n",
         }
-        mac = host.mac.replace(":", "-")
-        files[f"http/nodes/{mac}.ipxe"] = env.get_template("node.ipxe.j2").render(**per_node)
+        files[installer_path(host.mac)] = env.get_template("node.ipxe.j2").render(**per_node)
         folder = f"http/nodes/{node.name}"
         files[f"{folder}/user-data"] = env.get_template("user-data.j2").render(**per_node)
         files[f"{folder}/meta-data"] = env.get_template("meta-data.j2").render(**per_node)

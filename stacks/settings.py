@@ -10,7 +10,7 @@ import ipaddress
 import json
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
@@ -149,12 +149,15 @@ class StackSettings:
     bmc_credentials: pulumi.Output[Any] | None = None
     bmc_verify_tls: bool = True
     bmc_ca_file: str | None = None
-    ssh_timeout_s: float = 3600.0
     power_timeout_s: float = 600.0
     request_timeout_s: float = 30.0
     protect_nodes: bool = True
     retain_nodes: bool = True
     pxe: PxeSettings | None = None
+    # baremetal: the PXE server's folder (bundle + install state) on the host running Pulumi.
+    pxe_root: str = "/srv/myriad-pxe"
+    # aws: node name (or island-<n>) -> token; a new token replaces that node (or island).
+    replace: Mapping[str, str] = field(default_factory=dict)
 
 
 def spec_path(source: ConfigSource) -> Path:
@@ -190,13 +193,37 @@ def read_settings(config: pulumi.Config, spec: Cluster, path: Path) -> StackSett
         bmc_credentials=credentials,
         bmc_verify_tls=_default(source.get_bool("bmcVerifyTls"), True),
         bmc_ca_file=source.get_str("bmcCaFile"),
-        ssh_timeout_s=_positive(source, "sshTimeoutSeconds", 3600.0),
         power_timeout_s=_positive(source, "powerTimeoutSeconds", 600.0),
         request_timeout_s=_positive(source, "requestTimeoutSeconds", 30.0),
         protect_nodes=_default(source.get_bool("protectNodes"), True),
         retain_nodes=_default(source.get_bool("retainNodes"), True),
         pxe=pxe_settings(source, spec) if spec.provider.kind == "baremetal" else None,
+        pxe_root=pxe_root(source),
+        replace=replace_tokens(PulumiConfig._typed(config.get_object, "replace")),
     )
+
+
+def replace_tokens(value: Any) -> dict[str, str]:
+    """`myriad:replace`: {node or island-<n>: token}; changing a token replaces that machine."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str | int) and not isinstance(v, bool)
+        for k, v in value.items()
+    ):
+        raise StackError(
+            f"{NAMESPACE}:replace must map node names (or island-<n>) to tokens, e.g. "
+            f"`pulumi config set --path '{NAMESPACE}:replace.gpu01' 2026-12-01`"
+        )
+    return {k: str(v) for k, v in value.items()}
+
+
+def pxe_root(source: ConfigSource) -> str:
+    """`myriad:pxeRoot`: where `python -m stacks.pxe --out` wrote the bundle; absolute."""
+    value = _default(source.get_str("pxeRoot"), "/srv/myriad-pxe")
+    if not Path(value).is_absolute():
+        raise StackError(f"{NAMESPACE}:pxeRoot must be an absolute path, not {value!r}")
+    return value
 
 
 def _bmc_credentials(config: pulumi.Config, name: str) -> pulumi.Output[Any]:

@@ -149,6 +149,19 @@ def _cmd_schema(args: argparse.Namespace, out: Console, err: Console) -> int:
 
 
 Handler = Callable[[argparse.Namespace, Console, Console], int]
+def _cmd_provision_wait(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from myriad.provision.wait import pxe_root_for, run
+
+    return run(
+        args.spec,
+        pxe_root=pxe_root_for(args.stack, args.pxe_root),
+        poll_s=args.poll,
+        ssh_port=args.ssh_port,
+        # Plain lines, flushed: progress is read through pipes and logs as it happens.
+        print_line=lambda line: print(line, flush=True),
+    )
+
+
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -233,6 +246,18 @@ def build_parser() -> argparse.ArgumentParser:
     validate.set_defaults(handler=_cmd_validate)
 
     schema = commands.add_parser("schema", help="print the JSON Schema of cluster.yaml")
+    provision = commands.add_parser("provision", help="bare-metal installs started by pulumi up")
+    provision_verbs = provision.add_subparsers(dest="verb", required=True, metavar="VERB")
+    wait = provision_verbs.add_parser(
+        "wait", help="follow the installs (resumable), power on queued nodes, show progress"
+    )
+    wait.add_argument("spec", type=Path, help="the cluster.yaml")
+    wait.add_argument("--stack", metavar="ENV", help="read myriad:pxeRoot from Pulumi.ENV.yaml")
+    wait.add_argument("--pxe-root", type=Path, metavar="DIR", help="the PXE server's folder")
+    wait.add_argument("--poll", type=float, default=15.0, metavar="S", help="seconds per round")
+    wait.add_argument("--ssh-port", type=int, default=22, help="where installed nodes answer")
+    wait.set_defaults(handler=_cmd_provision_wait)
+
     schema.set_defaults(handler=_cmd_schema)
     return parser
 

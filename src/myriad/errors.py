@@ -129,6 +129,20 @@ class NodeUnreachable(RedfishTimeout):
     """A node did not answer on SSH within its deadline."""
 
 
+class UnsafeOperation(RedfishError):
+    """Asked for what would disturb a running node, or wipe one without its reimage token."""
+
+
+class PxeStateError(MyriadError):
+    """The PXE server's folder lacks something, or a node's install record is not as expected."""
+
+
+class WaitError(MyriadError):
+    """`myriad provision wait` cannot run: its inputs are missing or inconsistent."""
+
+    exit_code = 2
+
+
 # --- running Ansible, bring-up, validation ----------------------------------------------
 
 

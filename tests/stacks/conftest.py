@@ -13,7 +13,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,7 +57,7 @@ class Emulator:
     log: Path
 
 
-def _config(workdir: Path) -> Path:
+def _config(workdir: Path, names: Mapping[str, str] = SYSTEMS) -> Path:
     import bcrypt  # installed with sushy-tools, which needs it for its auth file
 
     digest = bcrypt.hashpw(EMULATOR_PASSWORD.encode(), bcrypt.gensalt(rounds=4)).decode()
@@ -69,9 +69,9 @@ def _config(workdir: Path) -> Path:
             "name": name,
             "power_state": "Off",
             "external_notifier": False,
-            "nics": [{"mac": f"02:00:00:00:00:0{index}", "ip": "127.0.0.1"}],
+            "nics": [{"mac": f"02:00:00:00:00:{index:02x}", "ip": "127.0.0.1"}],
         }
-        for index, (name, uuid) in enumerate(SYSTEMS.items(), start=1)
+        for index, (name, uuid) in enumerate(names.items(), start=1)
     ]
     config = workdir / "emulator.conf"
     # The state directory keeps the fake driver's sqlite state out of the shared /tmp default.
@@ -95,13 +95,19 @@ def _answers(url: str) -> bool:
 
 @pytest.fixture(scope="module")
 def redfish_emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:
-    workdir = tmp_path_factory.mktemp("sushy")
+    with run_emulator(tmp_path_factory.mktemp("sushy")) as emulator:
+        yield emulator
+
+
+@contextlib.contextmanager
+def run_emulator(workdir: Path, systems: Mapping[str, str] = SYSTEMS) -> Iterator[Emulator]:
+    """sushy-emulator with the fake driver serving `systems` (name -> UUID), all off."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     log_path = workdir / "emulator.log"
     command = [
         sys.executable, "-c", _LAUNCHER,
-        "--config", str(_config(workdir)),
+        "--config", str(_config(workdir, systems)),
         "--interface", "127.0.0.1",
         "--port", str(port),
         "--fake",

@@ -85,6 +85,11 @@ def test_one_node_resource_per_server(starter_stack: Built, starter_spec: Cluste
         assert node.inputs["bmc_address"] == host.bmc_address
         assert node.inputs["address"] == host.address
         assert node.inputs["os"] == "ubuntu-22.04"
+        # What the asynchronous create needs: the PXE server's folder and the install limit.
+        assert node.inputs["pxe_root"] == "/srv/myriad-pxe"
+        assert node.inputs["parallel_installs"] == 50
+        assert node.inputs["boot_mode"] == "UEFI"
+        assert node.inputs.get("reimage_token") is None  # no reimage without a token
 
 
 def test_nodes_are_protected_and_retained_by_default(starter_stack: Built) -> None:
@@ -231,3 +236,31 @@ def test_pxe_server_outside_the_management_network_is_refused(starter_spec: Clus
 
 def _per_island(data: dict[str, Any]) -> None:
     data["provider"]["stack_per_island"] = True
+
+
+def test_reimage_tokens_come_from_the_replace_config(starter_spec: Cluster) -> None:
+    built = build_stack(
+        starter_spec,
+        **{"myriad:replace": {"gpu03": "2026-12-01", "island-0": "r2"}, "myriad:pxeRoot": "/pxe"},
+    )
+    tokens = {n.inputs["name"]: n.inputs.get("reimage_token") for n in built.of_type(NODE_TYPE)}
+    assert tokens["gpu03"] == "island:r2/2026-12-01"
+    assert tokens["gpu01"] == "island:r2"  # the island's token reaches its compute nodes
+    assert tokens["ctl01"] is None and tokens["login01"] is None
+    assert {n.inputs["pxe_root"] for n in built.of_type(NODE_TYPE)} == {"/pxe"}
+
+
+def test_install_settings_come_from_the_spec() -> None:
+    def tuned(data: dict[str, Any]) -> None:
+        data["provider"]["baremetal"] = {"parallel_installs": 200, "boot_mode": "Legacy"}
+
+    built = build_stack(spec_with(STARTER, hosts=True, edit=tuned))
+    nodes = built.of_type(NODE_TYPE)
+    assert {(n.inputs["parallel_installs"], n.inputs["boot_mode"]) for n in nodes} == {
+        (200, "Legacy")
+    }
+
+
+def test_a_relative_pxe_root_is_refused(starter_spec: Cluster) -> None:
+    with pytest.raises(StackError, match="pxeRoot must be an absolute path"):
+        build_stack(starter_spec, **{"myriad:pxeRoot": "srv/pxe"})

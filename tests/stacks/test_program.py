@@ -106,7 +106,7 @@ def test_spec_path_is_relative_to_the_project() -> None:
     ("extra", "message"),
     [
         ({"myriad:island": -1}, "island must be 0 or more"),
-        ({"myriad:sshTimeoutSeconds": 0}, "sshTimeoutSeconds must be a positive"),
+        ({"myriad:powerTimeoutSeconds": 0}, "powerTimeoutSeconds must be a positive"),
         ({"myriad:sshAuthorizedKeys": ["ssh-ed25519"]}, "not an OpenSSH public key"),
         ({"myriad:sshAuthorizedKeys": "ssh-ed25519 AAAA"}, "is not a valid 'JSON object'"),
     ],

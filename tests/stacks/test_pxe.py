@@ -1,18 +1,32 @@
 """The PXE bundle rendered from the spec's hosts: dnsmasq, iPXE, Ubuntu autoinstall.
 
-Exercised: stacks.pxe with the templates in templates/pxe and the `python -m stacks.pxe` CLI.
-Not exercised: a real dnsmasq, iPXE or installer (the files are checked as documents).
+Exercised: stacks.pxe with the templates in templates/pxe and the `python -m stacks.pxe` CLI;
+the one-shot install flag (myriad.provision.pxe_state) and the installers' callback through
+the PXE server's HTTP side (myriad.provision.pxe_server) on a loopback port.
+Not exercised: a real dnsmasq, iPXE, firmware or installer (the files are checked as
+documents; what iPXE and subiquity do with them needs real servers to confirm).
 """
 
 from __future__ import annotations
 
 import json
+import threading
+import urllib.error
+import urllib.request
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from myriad.provision.pxe_server import make_server
+from myriad.provision.pxe_state import (
+    HOSTS_FILE,
+    PxeState,
+    PxeStateError,
+    installer_path,
+    served_path,
+)
 from myriad.provision.redfish import ssh_banner_marker
 from myriad.spec.models import Cluster
 from stacks import pxe
@@ -50,21 +64,36 @@ def test_dnsmasq_leases_every_host_and_ignores_the_rest(
         f"dhcp-host={h.mac},{h.address},{h.name},infinite" for h in spec.provider.hosts
     ]
     assert "dhcp-ignore=tag:!known" in lines
-    assert "dhcp-range=10.10.0.0,static,255.255.255.0,12h" in lines
-    assert "dhcp-option=option:router,10.10.0.1" in lines
+    assert "dhcp-range=set:mgmt,10.10.0.0,static,255.255.255.0,12h" in lines
+    assert "dhcp-option=tag:mgmt,option:router,10.10.0.1" in lines
     assert "dhcp-boot=tag:ipxe,http://10.10.0.2/boot.ipxe" in lines
+    assert "dhcp-boot=tag:!ipxe,tag:efi-x86_64,ipxe.efi,,10.10.0.2" in lines
     assert "interface=eno1" in lines and "domain=starter-64.internal" in lines
     assert "port=0" in lines  # no DNS service of its own
 
 
-def test_each_node_boots_its_own_installer(spec: Cluster, files: dict[str, str]) -> None:
-    assert "chain http://10.10.0.2/nodes/${mac:hexhyp}.ipxe" in files["http/boot.ipxe"]
+def test_unflagged_nodes_boot_their_disk(spec: Cluster, files: dict[str, str]) -> None:
+    boot = files["http/boot.ipxe"].splitlines()
+    assert "chain --autofree http://10.10.0.2/nodes/${netX/mac:hexhyp}.ipxe || goto disk" in boot
+    disk = boot[boot.index(":disk") :]
+    assert "iseq ${platform} efi && exit ||" in disk  # UEFI: the firmware's next entry
+    assert "sanboot --no-describe --drive 0x80 || exit" in disk  # BIOS: the first disk
+    # No installer is served as rendered: a node gets one only while it is flagged.
+    assert not [path for path in files if path.startswith("http/nodes/") and path.endswith(".ipxe")]
+
+
+def test_each_node_has_its_own_installer(spec: Cluster, files: dict[str, str]) -> None:
     for host in spec.provider.hosts:
-        script = files[f"http/nodes/{host.mac.replace(':', '-')}.ipxe"]
+        script = files[installer_path(host.mac)]
         assert script.startswith("#!ipxe\n")
-        assert "kernel http://10.10.0.2/images/ubuntu-22.04/vmlinuz " in script
-        assert f"ds=nocloud-net;s=http://10.10.0.2/nodes/{host.name}/" in script
+        kernel = next(line for line in script.splitlines() if line.startswith("kernel "))
+        assert kernel.startswith("kernel http://10.10.0.2/images/ubuntu-22.04/vmlinuz ")
+        # The installer uses the NIC the node booted from.
+        assert " BOOTIF=01-${netX/mac:hexhyp} " in kernel
+        assert f"ds=nocloud-net;s=http://10.10.0.2/nodes/{host.name}/" in kernel
         assert "initrd http://10.10.0.2/images/ubuntu-22.04/initrd" in script
+    hosts = json.loads(files[HOSTS_FILE])
+    assert hosts["gpu01"] == {"mac": spec.provider.hosts[3].mac, "address": "10.10.0.23"}
 
 
 def test_autoinstall_sets_keys_and_no_password(spec: Cluster, files: dict[str, str]) -> None:
@@ -76,6 +105,11 @@ def test_autoinstall_sets_keys_and_no_password(spec: Cluster, files: dict[str, s
         assert "identity" not in install  # which would need a password hash
         assert install["ssh"] == {"install-server": True, "allow-pw": False}
         assert install["network"]["ethernets"]["pxe"]["match"]["macaddress"] == host.mac
+        assert install["grub"] == {"reorder_uefi": False}  # the boot order stays the firmware's
+        assert install["storage"] == {"layout": {"name": "lvm", "match": {"size": "smallest"}}}
+        (callback,) = install["late-commands"]
+        assert f"-X POST http://10.10.0.2/installed/{host.name} " in callback
+        assert callback.endswith("|| true")  # a lost callback must not fail the install
         system = install["user-data"]
         assert system["hostname"] == host.name
         (user,) = system["users"]
@@ -108,7 +142,7 @@ def test_rendering_is_deterministic(
 ) -> None:
     again = pxe.render_pxe(spec, settings, source=SOURCE)
     assert again == files and pxe.bundle_digest(again) == pxe.bundle_digest(files)
-    assert len(files) == 2 + 3 * len(spec.provider.hosts)
+    assert len(files) == 3 + 3 * len(spec.provider.hosts)
 
 
 def test_cli_writes_the_bundle(
@@ -135,6 +169,7 @@ def test_cli_writes_the_bundle(
     assert pxe.main(["--stack-file", str(stack_file), "--out", str(out)]) == 0
     written = {str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()}
     assert "dnsmasq.conf" in written and "http/nodes/gpu08/user-data" in written
+    assert HOSTS_FILE in written and installer_path(spec.provider.hosts[-1].mac) in written
     assert capsys.readouterr().out.startswith(f"{len(written)} files in {out} (sha256 ")
 
 
@@ -173,3 +208,125 @@ def _password_keys(value: Any) -> list[str]:
         for item in value:
             found += _password_keys(item)
     return found
+
+
+def test_the_os_disk_is_chosen_by_model_serial_and_size() -> None:
+    def hgx(data: dict[str, Any]) -> None:
+        data["provider"]["baremetal"] = {
+            "os_disk": {"model": "SAMSUNG MZ1L2960*", "serial": "S6*", "size": "smallest"}
+        }
+
+    spec = spec_with(STARTER, hosts=True, edit=hgx)
+    config = {**stack_config("starter-64"), "myriad:sshAuthorizedKeys": [ADMIN_KEY]}
+    files = pxe.render_pxe(spec, pxe_settings(StackFileConfig(config), spec), source=SOURCE)
+    install = yaml.safe_load(files["http/nodes/gpu01/user-data"])["autoinstall"]
+    assert install["storage"] == {
+        "layout": {
+            "name": "lvm",
+            "match": {"size": "smallest", "model": "SAMSUNG MZ1L2960*", "serial": "S6*"},
+        }
+    }
+
+
+def test_raid1_on_the_m2_pair() -> None:
+    def raid(data: dict[str, Any]) -> None:
+        data["provider"]["baremetal"] = {"os_disk": {"model": "SAMSUNG MZ1L2960*", "raid1": True}}
+
+    spec = spec_with(STARTER, hosts=True, edit=raid)
+    config = {**stack_config("starter-64"), "myriad:sshAuthorizedKeys": [ADMIN_KEY]}
+    files = pxe.render_pxe(spec, pxe_settings(StackFileConfig(config), spec), source=SOURCE)
+    storage = yaml.safe_load(files["http/nodes/gpu01/user-data"])["autoinstall"]["storage"]
+    actions = {a["id"]: a for a in storage["config"]}
+    disks = [a for a in storage["config"] if a["type"] == "disk"]
+    assert [d["match"] for d in disks] == [{"size": "smallest", "model": "SAMSUNG MZ1L2960*"}] * 2
+    (md,) = [a for a in storage["config"] if a["type"] == "raid"]
+    assert md["raidlevel"] == 1 and md["devices"] == ["os-disk0-md", "os-disk1-md"]
+    assert {actions[d]["device"] for d in md["devices"]} == {"os-disk0", "os-disk1"}
+    # Either disk boots alone: an ESP with GRUB on each.
+    esps = [a for a in storage["config"] if a.get("flag") == "boot"]
+    assert {e["device"] for e in esps} == {"os-disk0", "os-disk1"}
+    assert all(e["grub_device"] for e in esps)
+    mounts = {
+        a["path"]: actions[a["device"]]["volume"] for a in storage["config"] if a["type"] == "mount"
+    }
+    assert mounts == {"/": "os-md0", "/boot/efi": "os-disk0-esp"}
+
+
+def test_a_range_per_rack_subnet_behind_relays(settings: PxeSettings) -> None:
+    def racks(data: dict[str, Any]) -> None:
+        data["provider"]["baremetal"] = {"dhcp_subnet_prefix": 28}
+
+    spec = spec_with(STARTER, hosts=True, edit=racks)
+    conf = pxe.render_pxe(spec, settings, source=SOURCE)["dnsmasq.conf"].splitlines()
+    # Hosts are 10.10.0.20-30 (one /28 at .16, behind a relay); the PXE server .2 is in .0/28.
+    assert [line for line in conf if line.startswith("dhcp-range=")] == [
+        "dhcp-range=set:net0,10.10.0.0,static,255.255.255.240,12h",
+        "dhcp-range=set:net1,10.10.0.16,static,255.255.255.240,12h",
+    ]
+    assert "dhcp-option=tag:net0,option:router,10.10.0.1" in conf
+    assert "dhcp-option=tag:net1,option:router,10.10.0.17" in conf
+
+
+def test_a_node_installs_only_while_flagged(
+    spec: Cluster, files: dict[str, str], tmp_path: Path
+) -> None:
+    root = tmp_path / "pxe"
+    pxe.write_bundle(files, root)
+    state = PxeState(root)
+    host = next(h for h in spec.provider.hosts if h.name == "gpu01")
+    served = root / served_path(host.mac)
+    assert not served.exists()  # as rendered: boots its disk
+
+    state.flag("gpu01", host.mac, "ubuntu-22.04:initial", limit=8)
+    assert served.read_text() == files[installer_path(host.mac)]
+    # Rendering again (a spec change) keeps the flag and the install record.
+    pxe.write_bundle(files, root)
+    assert served.exists() and state.record("gpu01").state == "installing"  # type: ignore[union-attr]
+
+    # Another machine cannot report gpu01 done; gpu01's own address can.
+    with pytest.raises(PxeStateError, match=r"10\.10\.0\.99 reported gpu01 installed"):
+        state.installed_callback("gpu01", "10.10.0.99")
+    record = state.installed_callback("gpu01", host.address)
+    assert record.state == "installed" and not served.exists()
+    with pytest.raises(PxeStateError, match="gpu01 reported installed but is installed"):
+        state.installed_callback("gpu01", host.address)
+
+
+def test_the_pxe_server_serves_files_and_takes_the_callback(
+    spec: Cluster, files: dict[str, str], tmp_path: Path
+) -> None:
+    root = tmp_path / "pxe"
+    pxe.write_bundle(files, root)
+    hosts = json.loads(files[HOSTS_FILE])
+    hosts["gpu02"]["address"] = "127.0.0.1"  # loopback stands in for gpu02's address
+    (root / HOSTS_FILE).write_text(json.dumps(hosts))
+    state = PxeState(root)
+    state.flag("gpu01", hosts["gpu01"]["mac"], "i1", limit=8)
+    state.flag("gpu02", hosts["gpu02"]["mac"], "i1", limit=8)
+    server = make_server(root, "127.0.0.1", 0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        with urllib.request.urlopen(f"{base}/boot.ipxe", timeout=5) as answer:
+            assert answer.read().decode() == files["http/boot.ipxe"]
+        mac = hosts["gpu02"]["mac"].replace(":", "-")
+        with urllib.request.urlopen(f"{base}/nodes/{mac}.ipxe", timeout=5) as answer:
+            assert answer.status == 200
+        with pytest.raises(urllib.error.HTTPError, match="403"):
+            post(f"{base}/installed/gpu01")  # from 127.0.0.1, which is not gpu01
+        assert state.flagged(hosts["gpu01"]["mac"])
+        assert post(f"{base}/installed/gpu02").startswith("gpu02 installed")
+        assert not state.flagged(hosts["gpu02"]["mac"])
+        with pytest.raises(urllib.error.HTTPError, match="404"):
+            urllib.request.urlopen(f"{base}/nodes/{mac}.ipxe", timeout=5)
+        with pytest.raises(urllib.error.HTTPError, match="404"):
+            urllib.request.urlopen(f"{base}/nodes/", timeout=5)  # no listings
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def post(url: str) -> str:
+    request = urllib.request.Request(url, data=b"", method="POST")
+    with urllib.request.urlopen(request, timeout=5) as answer:
+        return str(answer.read().decode())

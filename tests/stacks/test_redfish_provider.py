@@ -1,30 +1,43 @@
 """The Redfish client and the BareMetalNode dynamic provider against a real BMC emulator.
 
-Exercised: myriad.provision.redfish over HTTP against sushy-tools' emulator (fake driver):
-power state and boot override really change on the emulated BMC; timeouts, refused
-connections and BMC error answers end in clear errors. A `FakeNode` stands in for the server's
-operating system: it answers SSH on a loopback port only while the BMC reports it powered on,
-and after a power-on with a PXE boot target it "runs" whatever OS the PXE server serves.
+Exercised: myriad.provision.redfish over HTTP against sushy-tools' emulator (fake driver,
+basic auth: the client's fallback when a BMC offers no sessions), with the PXE server's
+folder (myriad.provision.pxe_state) in a temporary directory: power state and boot override
+really change on the emulated BMC, flags really appear and disappear. What the provider
+refuses (powering a running node, reimaging without a token, Secure Boot) is checked against
+the same emulator. test_redfish_quirks.py runs the client against a strict BMC.
 """
 
 from __future__ import annotations
 
 import contextlib
 import http.server
+import json
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from myriad.errors import NodeUnreachable, RedfishError, RedfishHttpError, RedfishTimeout
+from myriad.provision.pxe_state import (
+    HOSTS_FILE,
+    PxeState,
+    PxeStateError,
+    installer_path,
+    served_path,
+)
 from myriad.provision.redfish import (
     SECRET_KEYS,
     BmcCredentials,
+    NodeUnreachable,
     RedfishClient,
+    RedfishError,
+    RedfishHttpError,
     RedfishNodeProvider,
+    RedfishTimeout,
+    UnsafeOperation,
     read_node,
     ssh_banner_marker,
     target_from_props,
@@ -33,68 +46,7 @@ from myriad.provision.redfish import (
 
 from conftest import Emulator, free_port, silent_listener
 
-
-class FakeNode:
-    """A server seen from the network: SSH answers while its BMC says it is on."""
-
-    def __init__(self, client: RedfishClient, system: str, name: str) -> None:
-        self.client, self.name = client, name
-        self.path = client.system_path(system)
-        self.port = free_port()
-        self.pxe_os = "ubuntu-22.04"
-        self.installed: str | None = None
-        self.boots = 0
-        self._server: socket.socket | None = None
-        self._stop = threading.Event()
-        self._watcher = threading.Thread(target=self._watch, daemon=True)
-        self._watcher.start()
-
-    def _watch(self) -> None:
-        was_on = False
-        while not self._stop.wait(0.05):
-            state = self.client.system(self.path)
-            on = state.power_state == "On"
-            if on and not was_on:
-                self.boots += 1
-                if state.boot_target == "Pxe":
-                    self.installed = self.pxe_os
-                self._listen()
-            elif was_on and not on:
-                self._close()
-            was_on = on
-
-    def _listen(self) -> None:
-        if self.installed is None:
-            return  # an empty disk: nothing answers
-        server = socket.socket()
-        server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        server.bind(("127.0.0.1", self.port))
-        server.listen(8)
-        banner = f"SSH-2.0-OpenSSH_9.6 {ssh_banner_marker(self.name, self.installed)}\r\n"
-        self._server = server
-        threading.Thread(target=self._serve, args=(server, banner.encode()), daemon=True).start()
-
-    @staticmethod
-    def _serve(server: socket.socket, banner: bytes) -> None:
-        with contextlib.suppress(OSError):
-            while True:
-                conn, _ = server.accept()
-                with conn:
-                    conn.sendall(banner)
-
-    def _close(self) -> None:
-        if self._server is not None:
-            # shutdown() wakes the thread blocked in accept(); close() alone would not, and
-            # the port would stay bound.
-            with contextlib.suppress(OSError):
-                self._server.shutdown(socket.SHUT_RDWR)
-            self._server.close()
-            self._server = None
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._watcher.join(timeout=5)
-        self._close()
+MACS = {"gpu01": "02:00:00:00:00:01", "gpu02": "02:00:00:00:00:02"}
 
 
 def credentials(emulator: Emulator) -> BmcCredentials:
@@ -105,16 +57,30 @@ def bmc(emulator: Emulator, **kwargs: Any) -> RedfishClient:
     return RedfishClient(emulator.url, credentials(emulator), timeout_s=5, **kwargs)
 
 
-def props(emulator: Emulator, name: str, ssh_port: int, **overrides: Any) -> dict[str, Any]:
+def make_pxe_root(root: Path) -> PxeState:
+    """The parts of a rendered bundle the provider uses: hosts.json and installer scripts."""
+    hosts = {name: {"mac": mac, "address": "127.0.0.1"} for name, mac in MACS.items()}
+    (root / HOSTS_FILE).parent.mkdir(parents=True, exist_ok=True)
+    (root / HOSTS_FILE).write_text(json.dumps(hosts))
+    for name, mac in MACS.items():
+        path = root / installer_path(mac)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"#!ipxe\n# installer of {name}\n")
+    return PxeState(root)
+
+
+def props(emulator: Emulator, name: str, pxe_root: Path, **overrides: Any) -> dict[str, Any]:
     values: dict[str, Any] = {
         "name": name,
-        "mac": "02:00:00:00:00:01",
+        "mac": MACS.get(name, "02:00:00:00:00:99"),
         "bmc_address": emulator.url,
         "redfish_system": name,
         "address": "127.0.0.1",
         "os": "ubuntu-22.04",
-        "ssh_port": ssh_port,
-        "ssh_timeout_s": 20.0,
+        "reimage_token": None,
+        "pxe_root": str(pxe_root),
+        "parallel_installs": 8,
+        "boot_mode": "UEFI",
         "power_timeout_s": 20.0,
         "request_timeout_s": 5.0,
         "verify_tls": True,
@@ -127,75 +93,141 @@ def props(emulator: Emulator, name: str, ssh_port: int, **overrides: Any) -> dic
     return values
 
 
+def power_off(emulator: Emulator, name: str) -> None:
+    client = bmc(emulator)
+    path = client.system_path(name)
+    if client.system(path).power_state != "Off":
+        client.reset(path, "ForceOff")
+    client.wait_for_power(path, "Off", timeout_s=15, poll_s=0.1)
+
+
 @pytest.fixture
-def gpu01(redfish_emulator: Emulator) -> Iterator[FakeNode]:
-    node = FakeNode(bmc(redfish_emulator), "gpu01", "gpu01")
-    yield node
-    node.stop()
+def pxe(tmp_path: Path) -> PxeState:
+    return make_pxe_root(tmp_path / "pxe")
 
 
-def test_lifecycle_changes_power_and_boot_on_the_bmc(
-    redfish_emulator: Emulator, gpu01: FakeNode
-) -> None:
+def test_create_starts_the_install_and_returns(redfish_emulator: Emulator, pxe: PxeState) -> None:
+    power_off(redfish_emulator, "gpu01")
     provider = RedfishNodeProvider()
     client = bmc(redfish_emulator)
     path = client.system_path("gpu01")
-    assert client.system(path).power_state == "Off"
-    news = props(redfish_emulator, gpu01.name, gpu01.port)
+    news = props(redfish_emulator, "gpu01", pxe.root)
     assert provider.check({}, news).failures == []
 
-    # create: one-time PXE boot, power on, and the installed system answers with its marker
+    started = time.monotonic()
     created = provider.create(news)
+    # Returns once the node is flagged and asked to power on: no wait for the install.
+    assert time.monotonic() - started < 5
     assert created.id == f"{redfish_emulator.url}/redfish/v1/Systems/gpu01"
-    system = client.system(path)
-    assert (system.power_state, system.boot_target) == ("On", "Pxe")
-    assert gpu01.installed == "ubuntu-22.04" and gpu01.boots == 1
     outs = created.outs or {}
-    assert (outs["power_state"], outs["health"]) == ("On", "OK")
+    assert (outs["install_state"], outs["install_id"]) == ("installing", "ubuntu-22.04:initial")
     assert all(outs[key] for key in SECRET_KEYS)  # kept, so that read and delete can log in
+    assert pxe.flagged(MACS["gpu01"])
+    assert (pxe.root / served_path(MACS["gpu01"])).read_text().endswith("installer of gpu01\n")
+    system = client.wait_for_power(path, "On", timeout_s=15, poll_s=0.1)
+    assert (system.boot_target, system.boot_mode) == ("Pxe", "UEFI")
 
-    # read: what `pulumi refresh` sees
+    # The wait (or the installer's callback) moves the record on; refresh reports it.
+    pxe.advance("gpu01", "up", "SSH-2.0-OpenSSH_9.6 myriad-gpu01-ubuntu-22.04")
+    assert not pxe.flagged(MACS["gpu01"])
     read = provider.read(created.id, outs)
-    assert read.id == created.id and (read.outs or {})["power_state"] == "On"
+    assert read.id == created.id
+    assert ((read.outs or {})["power_state"], (read.outs or {})["install_state"]) == ("On", "up")
 
-    # update: a new OS reinstalls the running node (reset, PXE again, new marker)
-    gpu01.pxe_os = "ubuntu-24.04"
-    newer = {**news, "os": "ubuntu-24.04"}
-    diff = provider.diff(created.id, outs, newer)
+    # Unrelated input changes are recorded without touching the node.
+    calmer = {**news, "request_timeout_s": 9.0}
+    diff = provider.diff(created.id, read.outs or {}, calmer)
     assert diff.changes and diff.replaces == []
-    updated = provider.update(created.id, outs, newer)
-    assert gpu01.installed == "ubuntu-24.04" and gpu01.boots == 2
-    assert (updated.outs or {})["power_state"] == "On"
+    updated = provider.update(created.id, read.outs or {}, calmer)
+    assert (updated.outs or {})["install_state"] == "up"
+    assert not pxe.flagged(MACS["gpu01"])
 
-    # drift: powered off behind Pulumi's back; refresh shows it, the next update repairs it
-    client.reset(path, "ForceOff")
-    client.wait_for_power(path, "Off", timeout_s=10, poll_s=0.1)
-    refreshed = provider.read(created.id, updated.outs or {})
-    assert (refreshed.outs or {})["power_state"] == "Off"
-    assert provider.diff(created.id, refreshed.outs or {}, newer).changes
-    repaired = provider.update(created.id, refreshed.outs or {}, newer)
-    assert (repaired.outs or {})["power_state"] == "On" and gpu01.boots == 3
-
-    # delete: power off (graceful shutdown)
-    provider.delete(created.id, repaired.outs or {})
+    # delete (retainNodes false): graceful shutdown
+    provider.delete(created.id, updated.outs or {})
     assert client.system(path).power_state == "Off"
 
 
-def test_create_fails_clearly_when_the_node_never_answers(redfish_emulator: Emulator) -> None:
-    closed = free_port()
-    settings = {
-        **props(redfish_emulator, "gpu02", closed),
-        "ssh_timeout_s": 1.0,
-        "power_timeout_s": 10.0,
-    }
-    started = time.monotonic()
-    with pytest.raises(NodeUnreachable, match=rf"127\.0\.0\.1:{closed} did not answer on SSH"):
-        RedfishNodeProvider().create(settings)
-    assert time.monotonic() - started < 10
+def test_a_running_node_is_never_power_cycled(redfish_emulator: Emulator, pxe: PxeState) -> None:
     client = bmc(redfish_emulator)
-    path = client.system_path("gpu02")
-    client.reset(path, "ForceOff")
-    client.wait_for_power(path, "Off", timeout_s=10, poll_s=0.1)
+    path = client.system_path("gpu01")
+    power_off(redfish_emulator, "gpu01")
+    client.reset(path, "On")
+    client.wait_for_power(path, "On", timeout_s=15, poll_s=0.1)
+    provider = RedfishNodeProvider()
+    news = props(redfish_emulator, "gpu01", pxe.root)
+    with pytest.raises(UnsafeOperation, match="gpu01 is On: Myriad does not power-cycle"):
+        provider.create(news)
+    assert not pxe.flagged(MACS["gpu01"]) and pxe.record("gpu01") is None
+
+    # A new reimage token on a running node is refused the same way...
+    olds = {**news, "power_state": "On", "install_state": "up", "install_id": "x"}
+    with pytest.raises(UnsafeOperation, match="scontrol update nodename=gpu01 state=drain"):
+        provider.update("id", olds, {**news, "reimage_token": "2026-12-01"})
+    assert client.system(path).power_state == "On"
+
+    # ...and a refresh that caught the node off (mid-reboot) is no reason to act.
+    rebooting = {**olds, "power_state": "Off"}
+    assert not provider.diff("id", rebooting, dict(news)).changes
+
+    # Once the operator has shut it down, the token reimages it.
+    power_off(redfish_emulator, "gpu01")
+    redone = provider.update("id", olds, {**news, "reimage_token": "2026-12-01"})
+    assert (redone.outs or {})["install_id"] == "ubuntu-22.04:2026-12-01"
+    assert pxe.flagged(MACS["gpu01"])
+    client.wait_for_power(path, "On", timeout_s=15, poll_s=0.1)
+    power_off(redfish_emulator, "gpu01")
+
+
+def test_changing_the_os_without_a_token_is_refused(
+    redfish_emulator: Emulator, pxe: PxeState
+) -> None:
+    olds = props(redfish_emulator, "gpu01", pxe.root)
+    newer = {**olds, "os": "ubuntu-24.04"}
+    (failure,) = RedfishNodeProvider().check(olds, newer).failures
+    assert failure.property == "os"
+    assert "changed from ubuntu-22.04 to ubuntu-24.04" in failure.reason
+    assert "pulumi config set --path 'myriad:replace.gpu01' <new token>" in failure.reason
+    assert RedfishNodeProvider().check(olds, {**newer, "reimage_token": "t1"}).failures == []
+    with pytest.raises(UnsafeOperation, match="without a reimage token"):
+        RedfishNodeProvider().update("id", olds, newer)
+
+
+def test_installs_beyond_the_limit_wait_queued(redfish_emulator: Emulator, pxe: PxeState) -> None:
+    for name in ("gpu01", "gpu02"):
+        power_off(redfish_emulator, name)
+    provider = RedfishNodeProvider()
+    first = provider.create(props(redfish_emulator, "gpu01", pxe.root, parallel_installs=1))
+    second = provider.create(props(redfish_emulator, "gpu02", pxe.root, parallel_installs=1))
+    assert (first.outs or {})["install_state"] == "installing"
+    assert (second.outs or {})["install_state"] == "queued"
+    client = bmc(redfish_emulator)
+    time.sleep(2.5)  # the emulator applies a power change two seconds after the request
+    assert client.system(client.system_path("gpu02")).power_state == "Off"
+    assert client.system(client.system_path("gpu02")).boot_target == "Pxe"
+    assert pxe.flagged(MACS["gpu02"])  # flagged: when the wait powers it on, it installs
+    for name in ("gpu01", "gpu02"):
+        power_off(redfish_emulator, name)
+
+
+def test_secure_boot_is_refused_with_the_reason(redfish_emulator: Emulator, pxe: PxeState) -> None:
+    power_off(redfish_emulator, "gpu02")
+    client = bmc(redfish_emulator)
+    secure = client.system_path("gpu02") + "/SecureBoot"
+    client.patch(secure, {"SecureBootEnable": True})
+    try:
+        with pytest.raises(UnsafeOperation, match=r"enforces UEFI Secure Boot.*not signed"):
+            RedfishNodeProvider().create(props(redfish_emulator, "gpu02", pxe.root))
+        assert pxe.record("gpu02") is None
+    finally:
+        client.patch(secure, {"SecureBootEnable": False})
+
+
+def test_a_bundle_without_the_node_is_named(redfish_emulator: Emulator, tmp_path: Path) -> None:
+    power_off(redfish_emulator, "gpu01")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(PxeStateError, match=r"installers/02-00-00-00-00-01\.ipxe is missing"):
+        RedfishNodeProvider().create(props(redfish_emulator, "gpu01", empty))
 
 
 def test_wrong_credentials_name_the_cause_and_not_the_password(
@@ -210,12 +242,14 @@ def test_wrong_credentials_name_the_cause_and_not_the_password(
     assert "not-it" not in repr(BmcCredentials("admin", "not-it"))
 
 
-def test_an_unknown_system_is_a_404_with_the_bmcs_message(redfish_emulator: Emulator) -> None:
+def test_an_unknown_system_is_a_404_with_the_bmcs_message(
+    redfish_emulator: Emulator, tmp_path: Path
+) -> None:
     client = bmc(redfish_emulator)
     with pytest.raises(RedfishHttpError, match=r"HTTP 404.*not found") as caught:
         client.system(client.system_path("gpu99"))
     assert caught.value.status == 404
-    gone = target_from_props({**props(redfish_emulator, "gpu99", 22), "redfish_system": "gpu99"})
+    gone = target_from_props(props(redfish_emulator, "gpu99", tmp_path))
     assert read_node(gone) is None  # refresh drops a node whose BMC no longer has it
 
 
@@ -224,9 +258,11 @@ def test_a_bmc_of_several_systems_needs_the_system_named(redfish_emulator: Emula
         bmc(redfish_emulator).system_path(None)
 
 
-def test_a_reset_the_bmc_rejects_is_reported(redfish_emulator: Emulator) -> None:
+def test_a_reset_the_bmc_does_not_offer_is_refused_before_sending(
+    redfish_emulator: Emulator,
+) -> None:
     client = bmc(redfish_emulator)
-    with pytest.raises(RedfishHttpError, match=r"HTTP 501.*PushPowerButton is not supported"):
+    with pytest.raises(RedfishError, match=r"allows ResetType On, .*none of PushPowerButton"):
         client.reset(client.system_path("gpu02"), "PushPowerButton")
 
 
@@ -309,25 +345,27 @@ def test_ssh_wait_wants_the_installed_systems_banner() -> None:
         assert banner.startswith("SSH-2.0-OpenSSH_8.9p1")
 
 
-def test_check_reports_every_bad_input(redfish_emulator: Emulator) -> None:
+def test_check_reports_every_bad_input(redfish_emulator: Emulator, tmp_path: Path) -> None:
     bad = {
-        **props(redfish_emulator, "gpu01", 22),
+        **props(redfish_emulator, "gpu01", tmp_path),
         "address": "gpu01.example",
-        "ssh_port": 70000,
+        "parallel_installs": 0,
         "power_timeout_s": 0,
         "bmc_password": "",
+        "boot_mode": "Bios",
     }
     failures = RedfishNodeProvider().check({}, bad).failures
     assert {f.property for f in failures} == {
         "address",
-        "ssh_port",
+        "parallel_installs",
         "power_timeout_s",
         "bmc_password",
+        "boot_mode",
     }
 
 
-def test_a_different_server_is_a_replacement(redfish_emulator: Emulator) -> None:
-    olds = {**props(redfish_emulator, "gpu01", 22), "power_state": "On"}
+def test_a_different_server_is_a_replacement(redfish_emulator: Emulator, tmp_path: Path) -> None:
+    olds = {**props(redfish_emulator, "gpu01", tmp_path), "power_state": "On"}
     news = {**olds, "mac": "02:00:00:00:00:09"}
     diff = RedfishNodeProvider().diff("id", olds, news)
     assert diff.replaces == ["mac"] and diff.delete_before_replace

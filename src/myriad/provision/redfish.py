@@ -2,8 +2,16 @@
 dynamic provider that runs that lifecycle for `BareMetalNode` resources.
 
 Every call has a timeout and every failure says which BMC, what was asked and what came back.
-The lifecycle (install over PXE, restart, read, power off) is plain functions so that the CLI
-can use it too; `RedfishNodeProvider` only translates Pulumi property bags to and from them.
+The client follows DMTF's Redfish Specification (DSP0266) where BMCs are known to hold it to
+the letter: a session (`X-Auth-Token`) instead of basic auth on every call, `If-Match` with the
+resource's ETag on PATCH, the `@Redfish.Settings` object when the resource names one, and the
+reset action's own target and allowable values.
+
+Provisioning is asynchronous: `create` flags the node on the PXE server, sets a one-time
+network boot and powers the node on (or queues it when `parallel_installs` nodes already
+install), then returns; `myriad provision wait` follows the installs (`myriad.provision.wait`).
+Two guarantees hold throughout: a node is reimaged only when its reimage token changes, and a
+node that is powered on is never power-cycled.
 
 The provider class lives in this installed package, not in `stacks/`, because Pulumi pickles a
 dynamic provider by reference: the provider host process re-imports its module, and it can
@@ -23,8 +31,9 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from pulumi.dynamic import (
@@ -37,13 +46,24 @@ from pulumi.dynamic import (
     UpdateResult,
 )
 
-from myriad.errors import NodeUnreachable, RedfishError, RedfishHttpError, RedfishTimeout
+from myriad.errors import (
+    NodeUnreachable,
+    RedfishError,
+    RedfishHttpError,
+    RedfishTimeout,
+    UnsafeOperation,
+)
+from myriad.provision.pxe_state import PxeState
 
 logger = logging.getLogger(__name__)
 logger.addHandler(logging.NullHandler())
 
+SERVICE_ROOT = "/redfish/v1/"
 SYSTEMS = "/redfish/v1/Systems"
+# DSP0266 names this URI for creating sessions when the service root does not link one.
+SESSIONS = "/redfish/v1/SessionService/Sessions"
 _MAX_REDIRECTS = 3
+RESET_ACTION = "#ComputerSystem.Reset"
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +97,13 @@ class SystemState:
     state: str | None
     boot_target: str | None
     boot_enabled: str | None
+    boot_mode: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Response:
+    body: dict[str, Any]
+    headers: Mapping[str, str]
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
@@ -86,7 +113,12 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
 
 
 class RedfishClient:
-    """Basic-auth Redfish over HTTP(S); `timeout_s` bounds each connect and each read."""
+    """Redfish over HTTP(S); `timeout_s` bounds each connect and each read.
+
+    Use it as a context manager: entering opens a session when the BMC offers one (and falls
+    back to basic auth when it does not); leaving deletes the session, since BMCs hold only a
+    few at a time.
+    """
 
     def __init__(
         self,
@@ -101,8 +133,11 @@ class RedfishClient:
             raise ValueError("timeout_s must be positive")
         self.base_url = bmc_base_url(address)
         self.timeout_s = timeout_s
+        self._credentials = credentials
         token = f"{credentials.username}:{credentials.password}".encode()
-        self._authorization = "Basic " + base64.b64encode(token).decode("ascii")
+        self._basic = "Basic " + base64.b64encode(token).decode("ascii")
+        self._token: str | None = None
+        self._session_uri: str | None = None
         context = ssl.create_default_context(cafile=ca_file)
         if not verify_tls:
             context.check_hostname = False
@@ -114,14 +149,67 @@ class RedfishClient:
     def __repr__(self) -> str:
         return f"RedfishClient({self.base_url!r})"
 
-    def get(self, path: str) -> dict[str, Any]:
-        return self._request("GET", path)
+    def __enter__(self) -> RedfishClient:
+        self.open_session()
+        return self
 
-    def patch(self, path: str, body: Mapping[str, Any]) -> dict[str, Any]:
-        return self._request("PATCH", path, body)
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    @property
+    def uses_session(self) -> bool:
+        return self._token is not None
+
+    def open_session(self) -> None:
+        """Log in once (DSP0266 session login) when the service root links a session service."""
+        root = self._request("GET", SERVICE_ROOT, auth=False).body
+        links = _mapping(root.get("Links"))
+        sessions = _mapping(links.get("Sessions")).get("@odata.id")
+        if not isinstance(sessions, str) and "SessionService" not in root:
+            logger.debug("%s offers no session service; using basic auth", self.base_url)
+            return
+        uri = sessions if isinstance(sessions, str) else SESSIONS
+        self._login(uri)
+
+    def _login(self, uri: str) -> None:
+        body = {"UserName": self._credentials.username, "Password": self._credentials.password}
+        response = self._request("POST", uri, body, auth=False)
+        token = response.headers.get("X-Auth-Token")
+        if not token:
+            raise RedfishError(
+                f"BMC {self.base_url}: POST {uri} created no session (no X-Auth-Token header)"
+            )
+        self._token = token
+        location = response.headers.get("Location") or response.body.get("@odata.id")
+        self._session_uri = urllib.parse.urlsplit(location).path if location else None
+
+    def close(self) -> None:
+        """Log out: DELETE the session, so that the BMC's few session slots stay free."""
+        if self._token is None:
+            return
+        try:
+            if self._session_uri:
+                self._request("DELETE", self._session_uri)
+        except RedfishError as exc:
+            logger.warning("%s: could not delete the session: %s", self.base_url, exc)
+        finally:
+            self._token = None
+            self._session_uri = None
+
+    def get(self, path: str) -> dict[str, Any]:
+        return self._request("GET", path).body
+
+    def get_with_etag(self, path: str) -> tuple[dict[str, Any], str | None]:
+        """The resource and its ETag (the header, else the body's `@odata.etag`)."""
+        response = self._request("GET", path)
+        etag = response.headers.get("ETag") or response.body.get("@odata.etag")
+        return response.body, etag if isinstance(etag, str) else None
+
+    def patch(self, path: str, body: Mapping[str, Any], etag: str | None = None) -> dict[str, Any]:
+        return self._request("PATCH", path, body, if_match=etag).body
 
     def post(self, path: str, body: Mapping[str, Any]) -> dict[str, Any]:
-        return self._request("POST", path, body)
+        return self._request("POST", path, body).body
 
     def system_path(self, system_id: str | None) -> str:
         """The system's path; without an id, the BMC must manage exactly one system."""
@@ -141,30 +229,85 @@ class RedfishClient:
         return paths[0]
 
     def system(self, path: str) -> SystemState:
-        body = self.get(path)
-        power = body.get("PowerState")
-        if not isinstance(power, str):
-            raise RedfishError(f"BMC {self.base_url}: {path} reports no PowerState")
-        status = _mapping(body.get("Status"))
+        return _system_state(path, self.get(path), self.base_url)
+
+    def set_next_boot(self, path: str, target: str = "Pxe", mode: str = "UEFI") -> None:
+        """Boot from `target` once, in `mode`; the override clears itself after that boot.
+
+        The PATCH goes to the system's `@Redfish.Settings` object when it names one (iDRAC
+        10 applies boot settings there), with `If-Match` and the ETag of what it patches
+        (AMI MegaRAC BMCs refuse a PATCH without one). `BootSourceOverrideMode` is sent when
+        the system reports it: without it some BMCs fall back to legacy BIOS boot.
+        """
+        body, etag = self.get_with_etag(path)
         boot = _mapping(body.get("Boot"))
-        return SystemState(
-            path=path,
-            power_state=power,
-            health=status.get("Health"),
-            state=status.get("State"),
-            boot_target=boot.get("BootSourceOverrideTarget"),
-            boot_enabled=boot.get("BootSourceOverrideEnabled"),
-        )
+        allowed = boot.get("BootSourceOverrideTarget@Redfish.AllowableValues")
+        if isinstance(allowed, list) and allowed and target not in allowed:
+            raise RedfishError(
+                f"BMC {self.base_url}: {path} cannot boot from {target} once "
+                f"(BootSourceOverrideTarget allows {', '.join(map(str, allowed))})"
+            )
+        override: dict[str, Any] = {
+            "BootSourceOverrideTarget": target,
+            "BootSourceOverrideEnabled": "Once",
+        }
+        if "BootSourceOverrideMode" in boot:
+            modes = boot.get("BootSourceOverrideMode@Redfish.AllowableValues")
+            if isinstance(modes, list) and modes and mode not in modes:
+                raise RedfishError(
+                    f"BMC {self.base_url}: {path} cannot boot in {mode} mode "
+                    f"(BootSourceOverrideMode allows {', '.join(map(str, modes))})"
+                )
+            override["BootSourceOverrideMode"] = mode
+        settings = _mapping(_mapping(body.get("@Redfish.Settings")).get("SettingsObject"))
+        where = settings.get("@odata.id")
+        if isinstance(where, str) and where:
+            _, etag = self.get_with_etag(where)
+        else:
+            where = path
+        try:
+            self.patch(where, {"Boot": override}, etag)
+        except RedfishHttpError as exc:
+            if exc.status != 412:
+                raise
+            # Changed between our GET and PATCH (412 Precondition Failed): read it again once.
+            _, etag = self.get_with_etag(where)
+            self.patch(where, {"Boot": override}, etag)
 
-    def set_next_boot(self, path: str, target: str = "Pxe") -> None:
-        """Boot from `target` once; the override clears itself, so the installed disk boots next."""
-        self.patch(
-            path,
-            {"Boot": {"BootSourceOverrideTarget": target, "BootSourceOverrideEnabled": "Once"}},
-        )
+    def secure_boot_enabled(self, path: str) -> bool:
+        link = _mapping(self.get(path).get("SecureBoot")).get("@odata.id")
+        if not isinstance(link, str):
+            return False
+        return self.get(link).get("SecureBootEnable") is True
 
-    def reset(self, path: str, reset_type: str) -> None:
-        self.post(f"{path}/Actions/ComputerSystem.Reset", {"ResetType": reset_type})
+    def reset_types(self, path: str) -> tuple[str, list[str] | None]:
+        """The reset action's target and its allowable ResetType values (None: not stated)."""
+        body = self.get(path)
+        action = _mapping(_mapping(body.get("Actions")).get(RESET_ACTION))
+        target = action.get("target")
+        if not isinstance(target, str) or not target:
+            raise RedfishError(f"BMC {self.base_url}: {path} offers no {RESET_ACTION} action")
+        allowed = action.get("ResetType@Redfish.AllowableValues")
+        info = action.get("@Redfish.ActionInfo")
+        if not isinstance(allowed, list) and isinstance(info, str):
+            for parameter in self.get(info).get("Parameters", []) or []:
+                if isinstance(parameter, Mapping) and parameter.get("Name") == "ResetType":
+                    allowed = parameter.get("AllowableValues")
+        values = [str(v) for v in allowed] if isinstance(allowed, list) else None
+        return target, values
+
+    def reset(self, path: str, choices: str | Sequence[str]) -> str:
+        """POST the reset action with the first of `choices` the BMC allows; returns it."""
+        wanted = [choices] if isinstance(choices, str) else list(choices)
+        target, allowed = self.reset_types(path)
+        usable = [c for c in wanted if allowed is None or c in allowed]
+        if not usable:
+            raise RedfishError(
+                f"BMC {self.base_url}: {path} allows ResetType {', '.join(allowed or [])}, "
+                f"none of {', '.join(wanted)}"
+            )
+        self.post(target, {"ResetType": usable[0]})
+        return usable[0]
 
     def wait_for_power(
         self, path: str, want: str, *, timeout_s: float, poll_s: float = 2.0
@@ -182,13 +325,26 @@ class RedfishClient:
             time.sleep(poll_s)
 
     def _request(
-        self, method: str, path: str, body: Mapping[str, Any] | None = None
-    ) -> dict[str, Any]:
+        self,
+        method: str,
+        path: str,
+        body: Mapping[str, Any] | None = None,
+        *,
+        auth: bool = True,
+        if_match: str | None = None,
+        retry_login: bool = True,
+    ) -> _Response:
         url = urllib.parse.urljoin(self.base_url, path)
         data = None if body is None else json.dumps(body).encode()
         for _ in range(_MAX_REDIRECTS + 1):
             request = urllib.request.Request(url, data=data, method=method)
-            request.add_header("Authorization", self._authorization)
+            if auth:
+                if self._token is not None:
+                    request.add_header("X-Auth-Token", self._token)
+                else:
+                    request.add_header("Authorization", self._basic)
+            if if_match is not None:
+                request.add_header("If-Match", if_match)
             request.add_header("Accept", "application/json")
             request.add_header("OData-Version", "4.0")
             if data is not None:
@@ -196,10 +352,18 @@ class RedfishClient:
             try:
                 with self._opener.open(request, timeout=self.timeout_s) as response:
                     raw = response.read()
+                    headers = dict(response.headers.items())
                 break
             except urllib.error.HTTPError as exc:
                 location = exc.headers.get("Location") if exc.code in (301, 302, 307, 308) else None
                 if location is None:
+                    if exc.code == 401 and auth and self._token is not None and retry_login:
+                        # The session expired (BMCs time them out): log in again, once.
+                        self._token = None
+                        self._login(self._session_collection())
+                        return self._request(
+                            method, path, body, auth=auth, if_match=if_match, retry_login=False
+                        )
                     raise self._http_error(method, url, exc) from None
                 url = self._same_bmc(urllib.parse.urljoin(url, location), method, path)
             except TimeoutError as exc:
@@ -218,7 +382,7 @@ class RedfishClient:
         else:
             raise RedfishError(f"BMC {self.base_url}: {method} {path} redirects in a loop")
         if not raw.strip():
-            return {}
+            return _Response({}, headers)
         try:
             document = json.loads(raw)
         except ValueError:
@@ -227,7 +391,12 @@ class RedfishClient:
             ) from None
         if not isinstance(document, dict):
             raise RedfishError(f"BMC {self.base_url}: {method} {path} answered with a non-object")
-        return document
+        return _Response(document, headers)
+
+    def _session_collection(self) -> str:
+        if self._session_uri and "/" in self._session_uri.rstrip("/"):
+            return self._session_uri.rstrip("/").rsplit("/", 1)[0]
+        return SESSIONS
 
     def _same_bmc(self, url: str, method: str, path: str) -> str:
         # Credentials go only where they were meant for: a redirect to another host is refused.
@@ -249,6 +418,23 @@ class RedfishClient:
         return RedfishHttpError(text, exc.code)
 
 
+def _system_state(path: str, body: Mapping[str, Any], base_url: str) -> SystemState:
+    power = body.get("PowerState")
+    if not isinstance(power, str):
+        raise RedfishError(f"BMC {base_url}: {path} reports no PowerState")
+    status = _mapping(body.get("Status"))
+    boot = _mapping(body.get("Boot"))
+    return SystemState(
+        path=path,
+        power_state=power,
+        health=status.get("Health"),
+        state=status.get("State"),
+        boot_target=boot.get("BootSourceOverrideTarget"),
+        boot_enabled=boot.get("BootSourceOverrideEnabled"),
+        boot_mode=boot.get("BootSourceOverrideMode"),
+    )
+
+
 def _mapping(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
@@ -266,6 +452,35 @@ def _redfish_message(exc: urllib.error.HTTPError) -> str:
     return ""
 
 
+def ssh_banner(address: str, port: int, timeout_s: float) -> str:
+    """The identification line `address:port` greets with (RFC 4253 §4.2)."""
+    with socket.create_connection((address, port), timeout=timeout_s) as conn:
+        conn.settimeout(timeout_s)
+        received = b""
+        # RFC 4253 §4.2: the identification line is at most 255 bytes, CR LF terminated.
+        while b"\n" not in received and len(received) < 255:
+            chunk = conn.recv(255 - len(received))
+            if not chunk:
+                break
+            received += chunk
+    return received.split(b"\n", 1)[0].decode("ascii", "replace").strip()
+
+
+def probe_ssh(
+    address: str, port: int, *, banner_marker: str | None, timeout_s: float
+) -> tuple[bool, str]:
+    """One look: (True, banner) when the installed system answers, else (False, what was seen)."""
+    try:
+        banner = ssh_banner(address, port, timeout_s)
+    except OSError as exc:
+        return False, exc.strerror or str(exc) or type(exc).__name__
+    if not banner.startswith("SSH-"):
+        return False, f"answers, but not with an SSH banner ({banner[:60]!r})"
+    if banner_marker is not None and banner_marker not in banner:
+        return False, f"answers as {banner!r}, which lacks {banner_marker!r} (not yet installed?)"
+    return True, banner
+
+
 def wait_for_ssh(
     address: str,
     port: int = 22,
@@ -280,38 +495,21 @@ def wait_for_ssh(
     Returns the banner. Raises NodeUnreachable with the last thing seen once `timeout_s` passes.
     """
     deadline = time.monotonic() + timeout_s
-    last = "no answer yet"
     while True:
         remaining = max(deadline - time.monotonic(), 0.01)
-        try:
-            banner = _read_banner(address, port, min(connect_timeout_s, remaining))
-        except OSError as exc:
-            last = exc.strerror or str(exc) or type(exc).__name__
-        else:
-            if not banner.startswith("SSH-"):
-                last = f"answers, but not with an SSH banner ({banner[:60]!r})"
-            elif banner_marker is not None and banner_marker not in banner:
-                last = f"answers as {banner!r}, which lacks {banner_marker!r} (not yet installed?)"
-            else:
-                return banner
+        ok, seen = probe_ssh(
+            address,
+            port,
+            banner_marker=banner_marker,
+            timeout_s=min(connect_timeout_s, remaining),
+        )
+        if ok:
+            return seen
         if time.monotonic() + poll_s > deadline:
             raise NodeUnreachable(
-                f"{address}:{port} did not answer on SSH within {timeout_s:g}s; last: {last}"
+                f"{address}:{port} did not answer on SSH within {timeout_s:g}s; last: {seen}"
             )
         time.sleep(poll_s)
-
-
-def _read_banner(address: str, port: int, timeout_s: float) -> str:
-    with socket.create_connection((address, port), timeout=timeout_s) as conn:
-        conn.settimeout(timeout_s)
-        received = b""
-        # RFC 4253 §4.2: the identification line is at most 255 bytes, CR LF terminated.
-        while b"\n" not in received and len(received) < 255:
-            chunk = conn.recv(255 - len(received))
-            if not chunk:
-                break
-            received += chunk
-    return received.split(b"\n", 1)[0].decode("ascii", "replace").strip()
 
 
 @dataclass(frozen=True, slots=True)
@@ -323,23 +521,26 @@ class NodeTarget:
     credentials: BmcCredentials
     address: str
     os: str
+    mac: str = ""
     redfish_system: str | None = None
-    ssh_port: int = 22
-    ssh_timeout_s: float = 3600.0
     power_timeout_s: float = 600.0
     request_timeout_s: float = 30.0
     verify_tls: bool = True
     ca_file: str | None = None
     poll_s: float = 5.0
+    boot_mode: str = "UEFI"
 
-    def client(self) -> RedfishClient:
-        return RedfishClient(
+    @contextlib.contextmanager
+    def session(self) -> Iterator[RedfishClient]:
+        client = RedfishClient(
             self.bmc_address,
             self.credentials,
             timeout_s=self.request_timeout_s,
             verify_tls=self.verify_tls,
             ca_file=self.ca_file,
         )
+        with client:
+            yield client
 
 
 @dataclass(frozen=True, slots=True)
@@ -354,61 +555,97 @@ def _node_state(state: SystemState) -> NodeState:
     return NodeState(state.path, state.power_state, state.health, state.boot_target)
 
 
-def boot_node(target: NodeTarget, *, pxe: bool) -> NodeState:
-    """Power the node on (or reset it if on), from PXE once if `pxe`, and wait until it answers.
+def _refuse_running(target: NodeTarget, state: SystemState, doing: str) -> None:
+    if state.power_state != "Off":
+        raise UnsafeOperation(
+            f"{target.name} is {state.power_state}: Myriad does not power-cycle a node that is "
+            f"on, so it will not {doing}. Drain it (e.g. scontrol update nodename={target.name} "
+            "state=drain), shut it down from its OS, then run again"
+        )
 
-    With `pxe` the node reinstalls from the PXE server's autoinstall. The answer that counts is
-    an SSH banner with the node's marker for `target.os` (see `ssh_banner_marker`).
+
+def boot_for_install(client: RedfishClient, target: NodeTarget, path: str) -> None:
+    """One-time network boot, then power on; only for a node that is off."""
+    _refuse_running(target, client.system(path), "start its install")
+    client.set_next_boot(path, "Pxe", target.boot_mode)
+    client.reset(path, ["On", "PushPowerButton"])
+
+
+def start_install(
+    target: NodeTarget, pxe: PxeState, install_id: str, *, limit: int
+) -> tuple[NodeState, str]:
+    """Flag the node and boot it into the installer (or queue it); returns its install state.
+
+    Refuses a node that is on (a running node is never power-cycled) and one whose firmware
+    enforces Secure Boot (the network boot chain starts with iPXE, which is not signed).
     """
-    client = target.client()
-    path = client.system_path(target.redfish_system)
-    if pxe:
-        client.set_next_boot(path, "Pxe")
-    was_on = client.system(path).power_state == "On"
-    logger.info("%s: %s via %s", target.name, "reset" if was_on else "power on", client.base_url)
-    client.reset(path, "ForceRestart" if was_on else "On")
-    client.wait_for_power(path, "On", timeout_s=target.power_timeout_s, poll_s=target.poll_s)
-    wait_for_ssh(
-        target.address,
-        target.ssh_port,
-        timeout_s=target.ssh_timeout_s,
-        banner_marker=ssh_banner_marker(target.name, target.os),
-        poll_s=target.poll_s,
-    )
-    return _node_state(client.system(path))
+    with target.session() as client:
+        path = client.system_path(target.redfish_system)
+        _refuse_running(target, client.system(path), "install it")
+        if client.secure_boot_enabled(path):
+            raise UnsafeOperation(
+                f"{target.name} enforces UEFI Secure Boot: Myriad's network install chains "
+                "iPXE, which is not signed by Microsoft's UEFI CA, so the firmware would refuse "
+                "it. Disable Secure Boot for the install (the BIOS setup, or the BMC's "
+                "SecureBoot resource) and run again"
+            )
+        record = pxe.flag(target.name, target.mac, install_id, limit=limit)
+        try:
+            # Set now even when queued: the wait sets it again just before powering on.
+            client.set_next_boot(path, "Pxe", target.boot_mode)
+            if record.state == "installing":
+                client.reset(path, ["On", "PushPowerButton"])
+        except RedfishError as exc:
+            pxe.advance(target.name, "failed", f"could not start the install: {exc}")
+            raise
+        return _node_state(client.system(path)), record.state
+
+
+def power_on_queued(target: NodeTarget) -> None:
+    """The provisioning wait's start of a queued node (it holds a free slot already)."""
+    with target.session() as client:
+        path = client.system_path(target.redfish_system)
+        if client.system(path).power_state != "Off":
+            # Someone powered it on; it is flagged, so it network-boots into the installer
+            # only if its boot order says so. Nothing to do without power-cycling it.
+            logger.warning("%s: queued but already on; not power-cycling it", target.name)
+            return
+        boot_for_install(client, target, path)
 
 
 def read_node(target: NodeTarget) -> NodeState | None:
     """The node's power state and health; None when the BMC no longer has the system."""
-    client = target.client()
-    try:
-        path = client.system_path(target.redfish_system)
-        return _node_state(client.system(path))
-    except RedfishHttpError as exc:
-        if exc.status == 404:
-            return None
-        raise
+    with target.session() as client:
+        try:
+            path = client.system_path(target.redfish_system)
+            return _node_state(client.system(path))
+        except RedfishHttpError as exc:
+            if exc.status == 404:
+                return None
+            raise
 
 
 def power_off_node(target: NodeTarget) -> NodeState:
     """Shut the node down gracefully, forcing it off if it has not stopped in time."""
-    client = target.client()
-    path = client.system_path(target.redfish_system)
-    if client.system(path).power_state == "Off":
-        return _node_state(client.system(path))
-    client.reset(path, "GracefulShutdown")
-    try:
+    with target.session() as client:
+        path = client.system_path(target.redfish_system)
+        if client.system(path).power_state == "Off":
+            return _node_state(client.system(path))
+        client.reset(path, "GracefulShutdown")
+        try:
+            return _node_state(
+                client.wait_for_power(
+                    path, "Off", timeout_s=target.power_timeout_s, poll_s=target.poll_s
+                )
+            )
+        except RedfishTimeout:
+            logger.warning("%s: no graceful shutdown in time; forcing power off", target.name)
+        client.reset(path, "ForceOff")
         return _node_state(
             client.wait_for_power(
                 path, "Off", timeout_s=target.power_timeout_s, poll_s=target.poll_s
             )
         )
-    except RedfishTimeout:
-        logger.warning("%s: no graceful shutdown in time; forcing power off", target.name)
-    client.reset(path, "ForceOff")
-    return _node_state(
-        client.wait_for_power(path, "Off", timeout_s=target.power_timeout_s, poll_s=target.poll_s)
-    )
 
 
 # The Pulumi side. Property names are the resource's inputs; outputs add the observed state.
@@ -417,8 +654,10 @@ INPUT_KEYS = (
     *IDENTITY_KEYS,
     "address",
     "os",
-    "ssh_port",
-    "ssh_timeout_s",
+    "reimage_token",
+    "pxe_root",
+    "parallel_installs",
+    "boot_mode",
     "power_timeout_s",
     "request_timeout_s",
     "verify_tls",
@@ -428,10 +667,15 @@ INPUT_KEYS = (
     "bmc_password",
 )
 SECRET_KEYS = ("bmc_username", "bmc_password")
-OUTPUT_KEYS = ("system_path", "power_state", "health")
+OUTPUT_KEYS = ("system_path", "power_state", "health", "install_id", "install_state")
 
 
-def _check_props(props: Mapping[str, Any]) -> list[CheckFailure]:
+def install_id(props: Mapping[str, Any]) -> str:
+    """Which install a node is on: its OS and reimage token (`initial` before any token)."""
+    return f"{props.get('os')}:{props.get('reimage_token') or 'initial'}"
+
+
+def _check_props(olds: Mapping[str, Any], props: Mapping[str, Any]) -> list[CheckFailure]:
     failures: list[CheckFailure] = []
 
     def need(key: str, ok: Callable[[Any], bool], reason: str) -> None:
@@ -449,13 +693,34 @@ def _check_props(props: Mapping[str, Any]) -> list[CheckFailure]:
             return ipaddress.ip_address(value).version == 4
         return False
 
-    for key in ("name", "mac", "bmc_address", "os", "bmc_username", "bmc_password"):
+    for key in ("name", "mac", "bmc_address", "os", "bmc_username", "bmc_password", "pxe_root"):
         need(key, text, f"{key} must be a non-empty string")
     need("address", ipv4, "address must be an IPv4 address")
-    need("ssh_port", lambda v: positive(v) and int(v) == v and v < 65536, "ssh_port: 1-65535")
-    for key in ("ssh_timeout_s", "power_timeout_s", "request_timeout_s", "poll_s"):
+    need(
+        "parallel_installs",
+        lambda v: positive(v) and int(v) == v,
+        "parallel_installs must be a positive whole number",
+    )
+    need("boot_mode", lambda v: v in ("UEFI", "Legacy"), "boot_mode must be UEFI or Legacy")
+    for key in ("power_timeout_s", "request_timeout_s", "poll_s"):
         need(key, positive, f"{key} must be a positive number of seconds")
     need("verify_tls", lambda v: isinstance(v, bool), "verify_tls must be true or false")
+    need("reimage_token", lambda v: v is None or isinstance(v, str), "reimage_token: a string")
+    if (
+        olds
+        and olds.get("os") != props.get("os")
+        and (olds.get("reimage_token") == props.get("reimage_token"))
+    ):
+        name = props.get("name")
+        failures.append(
+            CheckFailure(
+                "os",
+                f"software.os changed from {olds.get('os')} to {props.get('os')}, which would "
+                f"wipe and reinstall {name}; Myriad reimages a node only when its reimage "
+                f"token changes: drain {name}, power it off, then `pulumi config set --path "
+                f"'myriad:replace.{name}' <new token>` (or put software.os back)",
+            )
+        )
     return failures
 
 
@@ -466,38 +731,56 @@ def target_from_props(props: Mapping[str, Any]) -> NodeTarget:
         credentials=BmcCredentials(str(props["bmc_username"]), str(props["bmc_password"])),
         address=str(props["address"]),
         os=str(props["os"]),
+        mac=str(props.get("mac") or ""),
         redfish_system=props.get("redfish_system") or None,
-        ssh_port=int(props.get("ssh_port", 22)),
-        ssh_timeout_s=float(props.get("ssh_timeout_s", 3600.0)),
         power_timeout_s=float(props.get("power_timeout_s", 600.0)),
         request_timeout_s=float(props.get("request_timeout_s", 30.0)),
         verify_tls=bool(props.get("verify_tls", True)),
         ca_file=props.get("ca_file") or None,
         poll_s=float(props.get("poll_s", 5.0)),
+        boot_mode=str(props.get("boot_mode") or "UEFI"),
     )
 
 
-def _outs(props: Mapping[str, Any], state: NodeState) -> dict[str, Any]:
+def _outs(
+    props: Mapping[str, Any], state: NodeState, install: str | None, install_state: str | None
+) -> dict[str, Any]:
     outs = {key: props.get(key) for key in INPUT_KEYS}
-    outs.update(system_path=state.system_path, power_state=state.power_state, health=state.health)
+    outs.update(
+        system_path=state.system_path,
+        power_state=state.power_state,
+        health=state.health,
+        install_id=install,
+        install_state=install_state,
+    )
     return outs
 
 
+def _install_progress(props: Mapping[str, Any]) -> tuple[str | None, str | None]:
+    """The install record the PXE state holds for this node, if its folder is readable here."""
+    root = props.get("pxe_root")
+    if not root or not Path(root).is_dir():
+        return None, None
+    record = PxeState(Path(root)).record(str(props["name"]))
+    return (record.install_id, record.state) if record else (None, None)
+
+
 class RedfishNodeProvider(ResourceProvider):
-    """create: PXE once, power on, wait for SSH; read: power and health, so that `pulumi refresh`
-    shows drift; update: reimage when the OS changes, boot when the address changed or the node
-    was found off; delete: power off.
+    """create: flag, one-time network boot, power on (or queue), return; read: power, health
+    and install progress (`pulumi refresh`); update: reimage only on a new reimage token and
+    only a node that is off, otherwise record the inputs; delete: power off.
     """
 
-    def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
-        return CheckResult(news, _check_props(news))
+    def check(self, olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
+        return CheckResult(news, _check_props(olds, news))
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
         replaces = [key for key in IDENTITY_KEYS if olds.get(key) != news.get(key)]
         changed = [key for key in INPUT_KEYS if olds.get(key) != news.get(key)]
-        drifted = olds.get("power_state") != "On"
+        # Power state is observed, never a reason to act: a refresh that caught a node
+        # mid-reboot must not make the next `pulumi up` reset it.
         return DiffResult(
-            changes=bool(changed) or drifted,
+            changes=bool(changed),
             replaces=replaces,
             # The same server cannot be installed twice at once.
             delete_before_replace=True,
@@ -505,29 +788,56 @@ class RedfishNodeProvider(ResourceProvider):
 
     def create(self, props: dict[str, Any]) -> CreateResult:
         target = target_from_props(props)
-        state = boot_node(target, pxe=True)
+        ident = install_id(props)
+        state, install_state = start_install(
+            target, PxeState(Path(props["pxe_root"])), ident, limit=int(props["parallel_installs"])
+        )
         return CreateResult(
-            bmc_base_url(target.bmc_address) + state.system_path, _outs(props, state)
+            bmc_base_url(target.bmc_address) + state.system_path,
+            _outs(props, state, ident, install_state),
         )
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
         state = read_node(target_from_props(props))
         if state is None:
             return ReadResult(None, {})
-        return ReadResult(id_, _outs(props, state))
+        ident, install_state = _install_progress(props)
+        return ReadResult(
+            id_,
+            _outs(
+                props,
+                state,
+                ident or props.get("install_id"),
+                install_state or props.get("install_state"),
+            ),
+        )
 
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
         target = target_from_props(news)
+        if (olds.get("reimage_token") or None) != (news.get("reimage_token") or None):
+            ident = install_id(news)
+            state, install_state = start_install(
+                target,
+                PxeState(Path(news["pxe_root"])),
+                ident,
+                limit=int(news["parallel_installs"]),
+            )
+            return UpdateResult(_outs(news, state, ident, install_state))
         if olds.get("os") != news.get("os"):
-            state = boot_node(target, pxe=True)
-        elif olds.get("address") != news.get("address") or olds.get("power_state") != "On":
-            state = boot_node(target, pxe=False)
-        else:
-            current = read_node(target)
-            if current is None:
-                raise RedfishError(f"{target.name}: the BMC no longer has this system")
-            state = current
-        return UpdateResult(_outs(news, state))
+            # check() refuses this; an engine that skipped it still must not reimage.
+            raise UnsafeOperation(f"{target.name}: software.os changed without a reimage token")
+        current = read_node(target)
+        if current is None:
+            raise RedfishError(f"{target.name}: the BMC no longer has this system")
+        recorded_id, recorded_state = _install_progress(news)
+        return UpdateResult(
+            _outs(
+                news,
+                current,
+                recorded_id or olds.get("install_id"),
+                recorded_state or olds.get("install_state"),
+            )
+        )
 
     def delete(self, _id: str, props: dict[str, Any]) -> None:
         power_off_node(target_from_props(props))

@@ -99,6 +99,42 @@ class BareMetalHost(_Model):
         return str(address)
 
 
+class OsDisk(_Model):
+    """The disk the OS goes on; the installer's own choice, the largest, is a data drive on HGX."""
+
+    model: str | None = Field(
+        default=None, min_length=1, description="Disk model glob, e.g. 'SAMSUNG MZ1L2960*'"
+    )
+    serial: str | None = Field(default=None, min_length=1, description="Disk serial glob")
+    size: Literal["smallest", "largest"] = Field(
+        default="smallest", description="Among the disks that match, the smallest or largest"
+    )
+    raid1: bool = Field(
+        default=False, description="mdadm RAID1 over two matching disks (the M.2 boot pair)"
+    )
+
+
+class BareMetalOptions(_Model):
+    """How bare-metal nodes are installed over PXE."""
+
+    os_disk: OsDisk = Field(default_factory=OsDisk)
+    parallel_installs: int = Field(
+        default=50, ge=1, le=10000, description="Nodes installing at once; the rest wait queued"
+    )
+    install_timeout_minutes: int = Field(
+        default=60, ge=5, le=1440, description="From power-on to the installed system on SSH"
+    )
+    boot_mode: Literal["UEFI", "Legacy"] = Field(
+        default="UEFI", description="BootSourceOverrideMode of the one-time network boot"
+    )
+    dhcp_subnet_prefix: int | None = Field(
+        default=None,
+        ge=8,
+        le=30,
+        description="Prefix length of the rack subnets behind DHCP relays; unset: one segment",
+    )
+
+
 class Provider(_Model):
     """Where the machines come from; fields beyond `kind` apply to that kind only."""
 
@@ -125,6 +161,7 @@ class Provider(_Model):
         description="Name of the Pulumi secret holding BMC credentials; never the secret",
     )
     hosts: tuple[BareMetalHost, ...] = ()
+    baremetal: BareMetalOptions | None = None
     # aws and baremetal
     stack_per_island: bool = Field(
         default=False,
@@ -151,8 +188,8 @@ class Provider(_Model):
             raise ValueError("provider kind baremetal needs bmc: redfish or ipmi")
         if self.kind != "aws" and (self.region or self.availability_zone):
             raise ValueError(f"region and availability_zone apply to aws, not {self.kind}")
-        if self.kind != "baremetal" and (self.bmc or self.hosts):
-            raise ValueError(f"bmc and hosts apply to baremetal, not {self.kind}")
+        if self.kind != "baremetal" and (self.bmc or self.hosts or self.baremetal):
+            raise ValueError(f"bmc, hosts and baremetal apply to baremetal, not {self.kind}")
         aws_only = {"ssh_key_name", "root_volume_gib", "instance_types", "capacity_reservation_id"}
         if self.kind != "aws" and (given := sorted(aws_only & self.model_fields_set)):
             verb = "applies" if len(given) == 1 else "apply"

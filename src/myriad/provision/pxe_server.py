@@ -1,0 +1,100 @@
+"""The PXE server's HTTP side: the bundle's `http/` folder, and the installers' callback.
+
+    python -m myriad.provision.pxe_server --root /srv/myriad-pxe --port 80
+
+GET serves files under `<root>/http` (iPXE scripts, autoinstall user-data, the OS images);
+`POST /installed/<name>` is what a node's autoinstall late-command sends when its install is
+done: the node is then no longer flagged, so its next network boot goes to the local disk.
+Any web server can serve `http/`; only the callback needs this one (without it, the
+provisioning wait clears each flag when the installed system answers on SSH).
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.server
+import logging
+import re
+import sys
+from collections.abc import Sequence
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from myriad.provision.pxe_state import PxeState, PxeStateError
+
+logger = logging.getLogger(__name__)
+logger.addHandler(logging.NullHandler())
+_CALLBACK = re.compile(r"^/installed/([A-Za-z0-9._-]+)$")
+
+
+class PxeRequestHandler(http.server.SimpleHTTPRequestHandler):
+    """Static files from `<root>/http`; the callback updates `<root>/state`."""
+
+    server_version = "myriad-pxe"
+
+    def __init__(self, *args: Any, state: PxeState, **kwargs: Any) -> None:
+        self.state = state
+        super().__init__(*args, directory=str(state.root / "http"), **kwargs)
+
+    def do_POST(self) -> None:  # the handler's method name
+        match = _CALLBACK.match(self.path.split("?", 1)[0])
+        if match is None:
+            self.send_error(404, "only /installed/<name> takes a POST")
+            return
+        name = match.group(1)
+        try:
+            record = self.state.installed_callback(name, self.client_address[0])
+        except PxeStateError as exc:
+            logger.warning("refused callback: %s", exc)
+            self.send_error(409 if "reported installed but" in str(exc) else 403, str(exc))
+            return
+        logger.info("%s installed (install %s)", name, record.install_id)
+        body = f"{name} installed; the next boot goes to the local disk\n".encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def list_directory(self, path: str | Path) -> None:  # type: ignore[override]
+        # No listings: a node fetches the paths it is told, nothing else.
+        self.send_error(404, "no directory listing")
+        return None
+
+    def log_message(self, format: str, *args: Any) -> None:
+        logger.info("%s %s", self.client_address[0], format % args)
+
+
+def make_server(root: Path, host: str, port: int) -> http.server.ThreadingHTTPServer:
+    state = PxeState(root)
+    state.hosts()  # fail now, not on the first callback, when the bundle is not there
+    handler = partial(PxeRequestHandler, state=state)
+    return http.server.ThreadingHTTPServer((host, port), handler)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m myriad.provision.pxe_server",
+        description="Serve a Myriad PXE bundle over HTTP and take the installers' callbacks.",
+    )
+    parser.add_argument("--root", type=Path, required=True, help="the bundle's folder")
+    parser.add_argument("--bind", default="0.0.0.0", help="address to listen on")
+    parser.add_argument("--port", type=int, default=80)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    try:
+        server = make_server(args.root, args.bind, args.port)
+    except (PxeStateError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    with server:
+        try:
+            server.serve_forever()
+        except KeyboardInterrupt:
+            return 0
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,127 @@
+"""The Redfish client against a strict BMC: sessions, If-Match, settings object, vendor reset.
+
+Exercised: myriad.provision.redfish through `redfish_quirks.quirk_proxy`, a proxy in front of
+sushy-tools' emulator that refuses what strict BMCs refuse (its docstring lists each rule and
+the BMC family it stands for). Not exercised: a real AMI, Dell or HPE BMC; the rules follow
+DSP0266 and what those BMCs are known to demand, and need real hardware to confirm.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from redfish_quirks import ALLOWED_RESETS, QuirkProxy, quirk_proxy
+from test_redfish_provider import MACS, make_pxe_root, power_off, props
+
+from myriad.provision.redfish import (
+    BmcCredentials,
+    RedfishClient,
+    RedfishHttpError,
+    RedfishNodeProvider,
+)
+
+from conftest import Emulator
+
+
+@pytest.fixture
+def strict(redfish_emulator: Emulator) -> Iterator[QuirkProxy]:
+    with quirk_proxy(redfish_emulator.url) as proxy:
+        yield proxy
+
+
+def client(proxy: QuirkProxy, emulator: Emulator) -> RedfishClient:
+    return RedfishClient(
+        proxy.url, BmcCredentials(emulator.username, emulator.password), timeout_s=5
+    )
+
+
+def test_the_harness_refuses_what_strict_bmcs_refuse(
+    strict: QuirkProxy, redfish_emulator: Emulator
+) -> None:
+    # Basic auth on every call, the client's old way, is refused...
+    lenient = client(strict, redfish_emulator)
+    with pytest.raises(RedfishHttpError, match=r"HTTP 401.*create a session"):
+        lenient.get("/redfish/v1/Systems/gpu01")
+    # ...and so are a PATCH on the system, one without If-Match and one without the mode.
+    with client(strict, redfish_emulator) as session:
+        path = "/redfish/v1/Systems/gpu01"
+        boot = {"BootSourceOverrideTarget": "Pxe", "BootSourceOverrideEnabled": "Once"}
+        with pytest.raises(RedfishHttpError, match=r"HTTP 405.*settings object"):
+            session.patch(path, {"Boot": boot})
+        with pytest.raises(RedfishHttpError, match="HTTP 428"):
+            session.patch(f"{path}/Settings", {"Boot": boot})
+        with pytest.raises(RedfishHttpError, match="HTTP 412"):
+            session.patch(f"{path}/Settings", {"Boot": boot}, 'W/"stale"')
+        _, etag = session.get_with_etag(f"{path}/Settings")
+        with pytest.raises(RedfishHttpError, match=r"HTTP 400.*BootSourceOverrideMode"):
+            session.patch(f"{path}/Settings", {"Boot": boot}, etag)
+        with pytest.raises(RedfishHttpError, match=r"HTTP 404.*action's target"):
+            session.post(f"{path}/Actions/ComputerSystem.Reset", {"ResetType": "On"})
+
+
+def test_one_session_per_operation_and_it_is_deleted(
+    strict: QuirkProxy, redfish_emulator: Emulator
+) -> None:
+    with client(strict, redfish_emulator) as session:
+        assert session.uses_session
+        session.system(session.system_path("gpu01"))
+        session.system(session.system_path("gpu02"))
+    assert len(strict.calls("POST", "/SessionService/Sessions")) == 1
+    assert len(strict.deleted) == 1 and not strict.sessions
+    authenticated = [s for s in strict.requests if s.path.startswith("/redfish/v1/Systems")]
+    assert authenticated and {s.auth for s in authenticated} == {"token"}
+    # The password travels once, in the login body, never in a header.
+    assert all(s.auth != "basic" for s in strict.requests)
+
+
+def test_an_expired_session_is_renewed_once(strict: QuirkProxy, redfish_emulator: Emulator) -> None:
+    with client(strict, redfish_emulator) as session:
+        strict.sessions.clear()  # the BMC timed the session out
+        assert session.system(session.system_path("gpu01")).power_state in ("On", "Off")
+    assert len(strict.calls("POST", "/SessionService/Sessions")) == 2
+
+
+def test_the_reset_uses_the_target_and_the_action_info(
+    strict: QuirkProxy, redfish_emulator: Emulator
+) -> None:
+    with client(strict, redfish_emulator) as session:
+        path = session.system_path("gpu02")
+        target, allowed = session.reset_types(path)
+        assert target == f"{path}/Actions/Oem/VendorReset"
+        assert allowed == ALLOWED_RESETS  # read from @Redfish.ActionInfo
+        # "On" is preferred; PushPowerButton is only a fallback for BMCs without "On".
+        assert session.reset(path, ["Nmi", "On", "PushPowerButton"]) == "On"
+        assert session.reset(path, "ForceOff") == "ForceOff"
+    posts = strict.calls("POST", "/Actions/Oem/VendorReset")
+    assert [p.body for p in posts] == [{"ResetType": "On"}, {"ResetType": "ForceOff"}]
+
+
+def test_the_provider_installs_through_a_strict_bmc(
+    strict: QuirkProxy, redfish_emulator: Emulator, tmp_path: Path
+) -> None:
+    power_off(redfish_emulator, "gpu01")
+    pxe = make_pxe_root(tmp_path / "pxe")
+    news = {**props(redfish_emulator, "gpu01", pxe.root), "bmc_address": strict.url}
+    created = RedfishNodeProvider().create(news)
+    assert (created.outs or {})["install_state"] == "installing"
+    assert pxe.flagged(MACS["gpu01"])
+
+    (patch,) = strict.calls("PATCH")
+    assert patch.path == "/redfish/v1/Systems/gpu01/Settings"
+    assert patch.if_match and patch.if_match.startswith('W/"')
+    assert patch.body == {
+        "Boot": {
+            "BootSourceOverrideTarget": "Pxe",
+            "BootSourceOverrideEnabled": "Once",
+            "BootSourceOverrideMode": "UEFI",
+        }
+    }
+    (reset,) = strict.calls("POST", "/Actions/Oem/VendorReset")
+    assert reset.body == {"ResetType": "On"}
+    assert len(strict.deleted) == 1 and not strict.sessions  # logged out afterwards
+    with client(strict, redfish_emulator) as session:
+        state = session.wait_for_power("/redfish/v1/Systems/gpu01", "On", timeout_s=15, poll_s=0.1)
+    assert (state.boot_target, state.boot_mode) == ("Pxe", "UEFI")
+    power_off(redfish_emulator, "gpu01")
