@@ -341,3 +341,22 @@ def test_queued_nodes_need_the_bmc_credentials(tmp_path: Path) -> None:
             pxe, nodes, WaitSettings(parallel_installs=1, timeout_s=60),
             start=None, report=lambda p: None,
         )  # fmt: skip
+
+
+def test_the_command_says_what_is_missing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from myriad.cli import main
+    from myriad.provision.wait import pxe_root_for, stack_pxe_root
+
+    spec_path = tmp_path / "cluster.yaml"
+    fifty_node_spec(spec_path, "https://10.255.0.1")
+    empty = tmp_path / "pxe"
+    assert main(["provision", "wait", str(spec_path), "--pxe-root", str(empty)]) == 2
+    assert "no install records for starter-64's hosts" in capsys.readouterr().err
+    local = REPO / "inventories/local/cluster.yaml"
+    assert main(["provision", "wait", str(local), "--pxe-root", str(empty)]) == 2
+    assert "only baremetal installs" in capsys.readouterr().err
+    # --stack reads the committed stack file's myriad:pxeRoot.
+    assert stack_pxe_root(REPO / "Pulumi.starter-64.yaml") == Path("/srv/myriad-pxe")
+    assert pxe_root_for(None, empty) == empty
