@@ -104,6 +104,12 @@ def dhcp_subnets(
     """
     if prefix is None:
         return [DhcpSubnet("mgmt", network, settings.gateway, relayed=False)]
+    if prefix < network.prefixlen:
+        raise StackError(
+            f"provider.baremetal.dhcp_subnet_prefix /{prefix} is wider than the management "
+            f"network {network}: rack subnets lie inside it (a prefix of {network.prefixlen} "
+            "or more)"
+        )
     own = ipaddress.ip_network(f"{settings.server}/{prefix}", strict=False)
     used = {
         ipaddress.ip_network(f"{entry.host.address}/{prefix}", strict=False) for entry in entries

@@ -330,3 +330,13 @@ def post(url: str) -> str:
     request = urllib.request.Request(url, data=b"", method="POST")
     with urllib.request.urlopen(request, timeout=5) as answer:
         return str(answer.read().decode())
+
+
+def test_rack_subnets_wider_than_the_management_network_are_refused(
+    settings: PxeSettings,
+) -> None:
+    def wide(data: dict[str, Any]) -> None:
+        data["provider"]["baremetal"] = {"dhcp_subnet_prefix": 16}
+
+    with pytest.raises(pxe.StackError, match=r"/16 is wider than the management network"):
+        pxe.render_pxe(spec_with(STARTER, hosts=True, edit=wide), settings, source=SOURCE)
