@@ -26,15 +26,13 @@ from typing import Any
 from myriad.plan.pipeline import PlanResult, plan_loaded
 from myriad.render.inventory import Inventory, build_inventory
 from myriad.spec import load_spec
-from myriad.validate.checks import CheckResult, evaluate
-from myriad.validate.expectations import (
+from myriad.validate.checks import (
+    CheckResult,
     ClusterExpectations,
-    DeviceLinks,
-    Each,
     NodeExpectations,
-    expect,
-    load_role_defaults,
+    evaluate,
 )
+from myriad.validate.expectations import expect, load_role_defaults
 from myriad.validate.facts import (
     Fact,
     HcaLink,
@@ -65,7 +63,7 @@ from myriad.validate.parsers import (
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC = ROOT / "inventories" / "h100-100k" / "cluster.yaml"
-SAMPLES = ROOT.parent / "shared" / "samples"
+SAMPLES = ROOT / "tests" / "samples"
 DRIFT_EVERY = 100
 MISSING: Fact[Any] = Fact("missing", detail="not installed")
 LIMITS = "*  -  memlock  unlimited\nroot  -  memlock  unlimited\n"
@@ -123,12 +121,11 @@ def node_facts_for(node: NodeExpectations, drift: bool) -> NodeFacts:
     """What a healthy (or, with `drift`, slightly broken) H100 node of the example reports."""
     e = _expected(node)
     name = node.node
-    devices: tuple[str, ...] = e.get("hca.present", ())
+    devices: list[str] = e.get("hca.present", [])
     pci_of = {d: f"0000:{0x20 + i:02x}:00.0" for i, d in enumerate(devices)}
-    links_expected: DeviceLinks | None = e.get("nic.pcie")
-    for device, _link in links_expected.links if links_expected else ():
+    for device, _link in e.get("nic.pcie", []):
         pci_of.setdefault(device, f"0000:{0x40 + len(pci_of):02x}:00.0")
-    rate = e["hca.rate"].value if "hca.rate" in e else 0
+    rate = e["hca.rate"]["value"] if "hca.rate" in e else 0
     hcas = IbReport(
         tuple(
             IbDevice(
@@ -154,8 +151,8 @@ def node_facts_for(node: NodeExpectations, drift: bool) -> NodeFacts:
             for device in pci_of
         )
     )
-    rails: Each | None = e.get("roce.trust")
-    netdevs = rails.names if rails else ()
+    rails = e.get("roce.trust")
+    netdevs = rails["names"] if rails else ()
     qos = {
         netdev: ok(
             MlnxQos(
@@ -212,7 +209,7 @@ def node_facts_for(node: NodeExpectations, drift: bool) -> NodeFacts:
         modules=ok(frozenset({"nvidia", "nvidia_peermem", "mlx5_core", "mlx5_ib"})),
         # The node's copy of the managed block: equal to, not the same object as, the
         # expected one until facts.py interns it (as it does for gathered documents).
-        hosts_file=ok(HostsFile(hosts.text, f"127.0.0.1 localhost\n127.0.1.1 {name}\n")),
+        hosts_file=ok(HostsFile(hosts["text"], f"127.0.0.1 localhost\n127.0.1.1 {name}\n")),
         mount=ok(Mount("/lustre", "10.32.0.2@tcp:/scratch", "lustre", "rw,flock")),
         time=ok(TimeSync(True, "chrony: 0A000001")),
         seconds=1.2,

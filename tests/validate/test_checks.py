@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -14,8 +15,9 @@ import yaml
 from myriad.plan.pipeline import PlanResult, plan_loaded
 from myriad.render.inventory import Inventory, build_inventory
 from myriad.spec import load_spec_text
-from myriad.validate.checks import CheckResult, evaluate
-from myriad.validate.expectations import ClusterExpectations, expect, load_role_defaults
+from myriad.validate.checks import CheckResult, ClusterExpectations, NodeExpectations, evaluate
+from myriad.validate.checks.nccl import SOCKET_PLACEHOLDER
+from myriad.validate.expectations import expect, load_role_defaults
 from myriad.validate.facts import HOSTS_BEGIN, HOSTS_END, NodeFacts, node_facts
 from myriad.validate.gather_node import DEFAULT_UNITS
 
@@ -94,7 +96,7 @@ class Cluster:
     def base_probes(self, node: str) -> dict[str, Any]:
         """What a correctly brought-up node of this cluster reports (tools it lacks: missing)."""
         exps = {e.check: e for e in self.expectations.node(node).expectations}
-        block = exps["hosts.file"].expected.text
+        block = exps["hosts.file"].expected["text"]
         hosts = f"127.0.0.1 localhost\n{HOSTS_BEGIN}\n{block}\n{HOSTS_END}\n"
         active = {"chrony", "munge", "docker", "containerd", "kubelet", "nvidia-persistenced"}
         active |= {"slurmd"} if exps["slurm.slurmd"].applies else set()
@@ -125,10 +127,12 @@ class Cluster:
         }
         if exps["roce.trust"].applies:
             # The gatherer is asked for every RoCE NIC; without mlnx-tools each is missing.
-            for netdev in exps["roce.trust"].expected.names:
+            for netdev in exps["roce.trust"].expected["names"]:
                 probes[f"mlnx_qos:{netdev}"] = missing("mlnx_qos")
         if exps["nccl.conf"].applies:
-            probes["nccl_conf"] = probe(exps["nccl.conf"].expected)
+            # As the nccl role writes it: the node's management interface by name.
+            conf = exps["nccl.conf"].expected.replace(SOCKET_PLACEHOLDER, "=eth0")
+            probes["nccl_conf"] = probe(conf)
         else:
             probes["nccl_conf"] = missing("/etc/nccl.conf")
         return probes
@@ -233,8 +237,10 @@ def test_a_correctly_brought_up_local_cluster_passes(local: Cluster) -> None:
 
 
 def test_drift_names_the_node_the_check_and_expected_against_actual(local: Cluster) -> None:
-    conf = str(local.expected("node02", "nccl.conf")).replace(
-        "NCCL_IB_DISABLE=1", "NCCL_IB_DISABLE=0"
+    conf = (
+        str(local.expected("node02", "nccl.conf"))
+        .replace("NCCL_IB_DISABLE=1", "NCCL_IB_DISABLE=0")
+        .replace(SOCKET_PLACEHOLDER, "=eth0")
     )
     results = local.run(
         {
@@ -251,7 +257,9 @@ def test_drift_names_the_node_the_check_and_expected_against_actual(local: Clust
     }
     found = by_key(results)
     nccl = found[("node02", "nccl.conf")]
-    assert nccl.expected == "2 settings: NCCL_IB_DISABLE=1, NCCL_SOCKET_IFNAME=^docker,lo"
+    assert (
+        nccl.expected == f"2 settings: NCCL_IB_DISABLE=1, NCCL_SOCKET_IFNAME={SOCKET_PLACEHOLDER}"
+    )
     assert nccl.actual == "NCCL_IB_DISABLE=0 (expected 1), NCCL_DEBUG=INFO not expected"
     assert "-NCCL_IB_DISABLE=1\n+NCCL_IB_DISABLE=0\n" in nccl.detail
     assert nccl.fix == "re-run the nccl role: myriad bringup --tags nccl --limit node02"
@@ -331,7 +339,7 @@ def test_missing_tools_fail_unreadable_output_and_timeouts_are_errors(local: Clu
 
 
 def test_hosts_block_drift_and_hosts_listed_outside_the_block(local: Cluster) -> None:
-    block = str(local.expected("node01", "hosts.file").text)
+    block = str(local.expected("node01", "hosts.file")["text"])
     stale = block.replace("172.31.77.13    node03", "172.31.77.99    node09")
     elsewhere = "127.0.0.1 localhost\n" + block + "\n"
     found = by_key(
@@ -418,6 +426,12 @@ def test_a_gpu_node_read_from_real_captures(sample: Callable[[str], str]) -> Non
     )
     # The capture was taken with persistence mode off.
     assert found[(node, "gpu.persistence")].actual == "GPU 0 off"
+    # The capture (MIG, in a VM) reports neither row remapping nor retired pages: unknown.
+    health = found[(node, "gpu.health")]
+    assert (health.status, health.actual) == (
+        "error",
+        "GPU 0: neither row remapping nor page retirement reported",
+    )
     assert found[(node, "gpu.pcie")].status == "pass"
     assert found[(node, "gpu.nvlink")].status == "pass"
     assert found[(node, "gpu.nvlink")].actual == "12 links up on 8 GPUs"
@@ -533,7 +547,8 @@ def test_bond_from_a_real_capture_reports_the_down_member(
     )
     assert found[("ctl01", "bond.mode")].status == "pass"
     assert found[("ctl01", "bond.slaves")].actual == "stor0 down"
-    assert found[("ctl01", "bond.speed")].actual == "stor0 None Mb/s, stor1 1000 Mb/s"
+    # stor1 runs at 1 Gb/s where the spec's NIC gives 25; stor0 is down, its speed unknown.
+    assert found[("ctl01", "bond.speed")].actual == "stor1 1000 Mb/s, stor0 speed unknown"
     assert found[("ctl01", "bond.mtu")].actual == "bond0 1500"
     assert found[("ctl02", "bond.mode")].actual == "bond0 does not exist (bonding not loaded)"
 
@@ -662,3 +677,30 @@ def test_kubernetes_nodes_from_kubectl(fixture_text: Callable[[str], str]) -> No
     runtime = by_key(k8s.run({"gpu01": {"containerd_config": files(containerd)}}))
     assert runtime[("gpu01", "runtime.nvidia")].status == "pass"
     assert runtime[("gpu02", "runtime.nvidia")].status == "fail"
+
+
+# --- the node's copy: expectations through JSON evaluate the same ----------------------------
+
+
+def test_expectations_read_back_from_json_give_the_same_results(
+    local: Cluster, roce: Cluster, sample: Callable[[str], str]
+) -> None:
+    """What the node health runner evaluates (each node's expectation document, read back)
+    gives exactly what `myriad validate` gives from the expectations in memory."""
+    qos = {f"mlnx_qos:rail{i}": probe(sample(MLNX_QOS)) for i in range(4)}
+    for example, changes in (
+        (local, {"ctl01": local_controller_view(local, drained="+DRAIN")}),
+        (roce, {"gpu0001": qos, "ctl01": {"bonding": files({"bond0": sample(BOND)})}}),
+    ):
+        in_memory = example.run(changes)
+        original = example.expectations
+        read_back = tuple(
+            NodeExpectations.from_dict(json.loads(json.dumps(node.to_dict())))
+            for node in original.nodes
+        )
+        example.expectations = replace(original, nodes=read_back)
+        try:
+            assert example.run(changes) == in_memory
+        finally:
+            example.expectations = original
+        assert {r.status for r in in_memory} >= {"pass", "fail", "not-applicable"}

@@ -10,8 +10,10 @@ message; a node the run never reported on is recorded too, never silently droppe
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +21,9 @@ from myriad import paths
 from myriad.runner import TUNED_WITHOUT_MITOGEN, run_playbook
 from myriad.validate.facts import NodeFacts, decode, node_facts, unreadable
 
-GATHER_SCRIPT = Path(__file__).resolve().with_name("gather_node.py")
+# The gatherer ships inside the package (a module, so every wheel and install has it); the
+# play is handed its path and never looks for it in a checkout.
+GATHER_MODULE = ("myriad.validate", "gather_node.py")
 GATHER_TASK = "Run the fact gatherer on the node"
 DEFAULT_PROBE_TIMEOUT_S = 20
 # Ansible's connection errors run to several hundred characters on one line; a report
@@ -102,6 +106,14 @@ class _Collector:
         return self.facts, self.unreachable, self.failed
 
 
+@contextmanager
+def gather_script() -> Iterator[Path]:
+    """The gatherer as a file Ansible can copy to the nodes, wherever the package is."""
+    package, name = GATHER_MODULE
+    with resources.as_file(resources.files(package).joinpath(name)) as path:
+        yield path
+
+
 def gather(
     inventory_dir: Path,
     run_dir: Path,
@@ -121,21 +133,23 @@ def gather(
             on_event(event)
 
     start = time.monotonic()
-    outcome = run_playbook(
-        paths.playbook("facts.yml"),
-        inventory_dir / "hosts.yml",
-        run_dir,
-        hosts=len(hosts),
-        limit=limit,
-        extravars={
-            "myriad_gather_script": str(GATHER_SCRIPT),
-            "myriad_probe_timeout": probe_timeout_s,
-        },
-        on_event=handle,
-        timeout_s=timeout_s,
-        # One task per node: a persistent interpreter would cost more to start than it saves.
-        tuning=TUNED_WITHOUT_MITOGEN,
-    )
+    with gather_script() as script:
+        outcome = run_playbook(
+            paths.playbook("facts.yml"),
+            inventory_dir / "hosts.yml",
+            run_dir,
+            hosts=len(hosts),
+            limit=limit,
+            extravars={
+                "myriad_gather_script": str(script),
+                "myriad_probe_timeout": probe_timeout_s,
+            },
+            on_event=handle,
+            timeout_s=timeout_s,
+            # One task per node: a persistent interpreter would cost more to start than it
+            # saves.
+            tuning=TUNED_WITHOUT_MITOGEN,
+        )
     # A failure the events did not carry (a timeout of the whole run) still names the host.
     for failure in outcome.failures:
         target = collector.unreachable if failure.unreachable else collector.failed

@@ -20,10 +20,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from myriad.validate.checks import CHECK_ORDER, REACHABLE, STATUSES, CheckResult, Status
-from myriad.validate.expectations import CHECK_TITLES
+from myriad.validate.checks import CHECK_ORDER, STATUSES, TITLES, CheckResult, Status
 
-TITLES = {REACHABLE: "facts gathered from the node", **CHECK_TITLES}
 STYLE: dict[str, str] = {
     "pass": "green",
     "fail": "bold red",

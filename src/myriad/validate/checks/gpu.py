@@ -1,0 +1,432 @@
+"""GPU checks (nvidia-smi, NVLink, the driver's services): what the profile's GPUs promise."""
+
+from __future__ import annotations
+
+from operator import attrgetter
+from typing import Any
+
+from myriad.validate.checks.model import (
+    Check,
+    ClusterView,
+    Context,
+    Expect,
+    Outcome,
+    Skip,
+    bringup_fix,
+    explain_unit,
+    failed,
+    listed,
+    passed,
+    unavailable,
+    unit_active,
+    verdict,
+)
+from myriad.validate.facts import NodeFacts
+
+# nvidia-smi reports usable memory: 79.6 GiB on an "80 GB" H100, 15 GiB on a "16 GB" T4.
+GPU_MEMORY_LOW, GPU_MEMORY_HIGH = 0.92, 1.05
+DRIVER_FIX = bringup_fix("nvidia_driver")
+
+
+def _no_gpus(c: Context) -> Skip | None:
+    if c.profile.gpu is None:
+        return Skip(f"{c.p}.gpu", f"profile {c.pool.profile} has no GPUs")
+    return None
+
+
+def _gpus_or(facts: NodeFacts) -> Outcome | None:
+    return None if facts.gpus.ok else unavailable(facts.gpus)
+
+
+# --- gpu.count -------------------------------------------------------------------------------
+
+
+def _derive_count(c: Context) -> Expect | Skip:
+    if (skip := _no_gpus(c)) is not None:
+        return skip
+    assert c.profile.gpu is not None
+    return Expect(
+        c.profile.gpu.count,
+        f"{c.p}.gpu.count",
+        "check `nvidia-smi -L` and `lspci -d 10de:` for a GPU that fell off the bus; "
+        "reseat or replace it, or " + DRIVER_FIX,
+    )
+
+
+def _evaluate_count(expected: int, facts: NodeFacts, view: ClusterView, node: str) -> Outcome:
+    if (problem := _gpus_or(facts)) is not None:
+        return problem
+    count = len(facts.gpus.get().gpus)
+    return passed(str(count)) if count == expected else failed(str(count))
+
+
+GPU_COUNT = Check(
+    id="gpu.count",
+    title="GPU count",
+    spec_fields=("profiles.*.gpu.count",),
+    derive=_derive_count,
+    evaluate=_evaluate_count,
+)
+
+
+# --- gpu.model -------------------------------------------------------------------------------
+
+
+def _derive_model(c: Context) -> Expect | Skip:
+    if (skip := _no_gpus(c)) is not None:
+        return skip
+    assert c.profile.gpu is not None
+    model = c.profile.gpu.model
+    # nvidia-smi names the part ("NVIDIA H100 80GB HBM3"), the catalog its family and form
+    # ("H100-SXM5-80GB"): the family must appear, and "PCIe" exactly for PCIe cards.
+    expected = {
+        "model": model,
+        "token": model.split("-")[0].lower(),
+        "pcie": c.catalog.gpus[model].form_factor == "pcie",
+    }
+    return Expect(
+        expected,
+        f"{c.p}.gpu.model",
+        f"the node has other GPUs than the spec says: correct {c.p}.gpu.model or the pool",
+    )
+
+
+def _evaluate_model(
+    expected: dict[str, Any], facts: NodeFacts, view: ClusterView, node: str
+) -> Outcome:
+    if (problem := _gpus_or(facts)) is not None:
+        return problem
+    names = sorted({gpu.product_name for gpu in facts.gpus.get().gpus})
+    if not names:
+        return failed("no GPUs")
+    token, pcie = expected["token"], expected["pcie"]
+    wrong = [n for n in names if token not in n.lower() or ("pcie" in n.lower()) != pcie]
+    return failed(listed(wrong)) if wrong else passed(listed(names))
+
+
+GPU_MODEL = Check(
+    id="gpu.model",
+    title="GPU model",
+    spec_fields=("profiles.*.gpu.model",),
+    derive=_derive_model,
+    evaluate=_evaluate_model,
+    explain=lambda expected: str(expected["model"]),
+)
+
+
+# --- gpu.memory ------------------------------------------------------------------------------
+
+
+def _derive_memory(c: Context) -> Expect | Skip:
+    if (skip := _no_gpus(c)) is not None:
+        return skip
+    assert c.profile.gpu is not None
+    return Expect(
+        c.catalog.gpus[c.profile.gpu.model].memory_gb,
+        f"{c.p}.gpu.model",
+        "a GPU reports less memory than its model has: check ECC/row remapping, replace it",
+    )
+
+
+def _evaluate_memory(expected: int, facts: NodeFacts, view: ClusterView, node: str) -> Outcome:
+    if (problem := _gpus_or(facts)) is not None:
+        return problem
+    nominal = expected * 1024
+    low, high = GPU_MEMORY_LOW * nominal, GPU_MEMORY_HIGH * nominal
+    short, unread, sizes = [], [], set()
+    for gpu in facts.gpus.get().gpus:
+        mib = gpu.memory_total_mib
+        if mib is None:
+            unread.append(f"GPU {gpu.index}: memory not reported")
+            continue
+        sizes.add(f"{mib} MiB")
+        if not low <= mib <= high:
+            short.append(f"GPU {gpu.index}: {mib} MiB")
+    return verdict(short, listed(sorted(sizes)), unread)
+
+
+GPU_MEMORY = Check(
+    id="gpu.memory",
+    title="GPU memory",
+    spec_fields=("profiles.*.gpu.model",),
+    derive=_derive_memory,
+    evaluate=_evaluate_memory,
+    explain=lambda expected: f"{expected} GB per GPU",
+)
+
+
+# --- gpu.driver ------------------------------------------------------------------------------
+
+
+def _derive_driver(c: Context) -> Expect | Skip:
+    if (skip := _no_gpus(c)) is not None:
+        return skip
+    driver = c.spec.software.nvidia_driver
+    if driver is None:
+        return Skip("software.nvidia_driver", "no driver version in the spec")
+    v = c.variables
+    return Expect(
+        {
+            "branch": str(v.get("nvidia_driver_branch") or driver.split(".")[0]),
+            "version": v.get("nvidia_driver_version") or None,
+        },
+        "software.nvidia_driver",
+        bringup_fix("nvidia_driver", "install the spec's driver, then reboot"),
+    )
+
+
+def _evaluate_driver(
+    expected: dict[str, Any], facts: NodeFacts, view: ClusterView, node: str
+) -> Outcome:
+    if (problem := _gpus_or(facts)) is not None:
+        return problem
+    found = facts.gpus.get().driver_version
+    if not found:
+        return Outcome("error", "nvidia-smi reported no driver version")
+    if expected["version"] is not None:
+        good = found == expected["version"]
+    else:
+        good = found.split(".")[0] == expected["branch"]
+    return passed(found) if good else failed(found)
+
+
+def _explain_driver(expected: dict[str, Any]) -> str:
+    branch = expected["branch"]
+    return str(expected["version"] or f"branch {branch} ({branch}.x)")
+
+
+GPU_DRIVER = Check(
+    id="gpu.driver",
+    title="NVIDIA driver version",
+    spec_fields=("software.nvidia_driver",),
+    derive=_derive_driver,
+    evaluate=_evaluate_driver,
+    explain=_explain_driver,
+)
+
+
+# --- gpu.persistence -------------------------------------------------------------------------
+
+
+def _derive_persistence(c: Context) -> Expect | Skip:
+    if (skip := _no_gpus(c)) is not None:
+        return skip
+    if not c.variables.get("nvidia_driver_persistenced", True):
+        return Skip(f"{c.p}.gpu", "nvidia_driver_persistenced is off")
+    return Expect(
+        True,
+        f"{c.p}.gpu",
+        bringup_fix("nvidia_driver", "systemctl enable --now nvidia-persistenced"),
+    )
+
+
+def _evaluate_persistence(
+    expected: bool, facts: NodeFacts, view: ClusterView, node: str
+) -> Outcome:
+    if (problem := _gpus_or(facts)) is not None:
+        return problem
+    gpus = facts.gpus.get().gpus
+    off = [f"GPU {g.index} off" for g in gpus if g.persistence_mode is False]
+    unread = [f"GPU {g.index} persistence not reported" for g in gpus if g.persistence_mode is None]
+    return verdict(off, "on for every GPU", unread)
+
+
+GPU_PERSISTENCE = Check(
+    id="gpu.persistence",
+    title="GPU persistence mode",
+    spec_fields=("profiles.*.gpu",),
+    derive=_derive_persistence,
+    evaluate=_evaluate_persistence,
+    explain=lambda expected: "on for every GPU",
+)
+
+
+# --- gpu.health ------------------------------------------------------------------------------
+
+
+def _derive_health(c: Context) -> Expect | Skip:
+    if (skip := _no_gpus(c)) is not None:
+        return skip
+    return Expect(
+        True,
+        f"{c.p}.gpu",
+        "drain {node}, reset the GPU (nvidia-smi -r -i N) or reboot to apply pending "
+        "remaps; replace a GPU whose remapping failed",
+    )
+
+
+def _evaluate_health(expected: bool, facts: NodeFacts, view: ClusterView, node: str) -> Outcome:
+    if (problem := _gpus_or(facts)) is not None:
+        return problem
+    problems, unread = [], []
+    for gpu in facts.gpus.get().gpus:
+        if gpu.remapped_rows_failure:
+            problems.append(f"GPU {gpu.index}: row remapping failed")
+        if gpu.remapped_rows_pending:
+            problems.append(f"GPU {gpu.index}: remap pending")
+        if gpu.retired_pages_pending:
+            problems.append(f"GPU {gpu.index}: page retirement pending")
+        # Ampere and later report row remapping, older GPUs page retirement; a GPU that
+        # reports neither has told us nothing about its memory.
+        if gpu.remapped_rows_pending is None and gpu.retired_pages_pending is None:
+            unread.append(f"GPU {gpu.index}: neither row remapping nor page retirement reported")
+    return verdict(problems, "no pending or failed remaps", unread)
+
+
+GPU_HEALTH = Check(
+    id="gpu.health",
+    title="no pending or failed row remaps / page retirements",
+    spec_fields=("profiles.*.gpu",),
+    derive=_derive_health,
+    evaluate=_evaluate_health,
+    explain=lambda expected: "no pending or failed remaps",
+)
+
+
+# --- gpu.fabricmanager -----------------------------------------------------------------------
+
+
+def _derive_fabricmanager(c: Context) -> Expect | Skip:
+    if (skip := _no_gpus(c)) is not None:
+        return skip
+    if c.profile.nvswitch <= 0:
+        return Skip(f"{c.p}.nvswitch", "no NVSwitch: no Fabric Manager needed")
+    return Expect(
+        "nvidia-fabricmanager",
+        f"{c.p}.nvswitch",
+        bringup_fix("nvidia_driver", "systemctl enable --now nvidia-fabricmanager"),
+    )
+
+
+GPU_FABRICMANAGER = Check(
+    id="gpu.fabricmanager",
+    title="Fabric Manager active",
+    spec_fields=("profiles.*.nvswitch",),
+    derive=_derive_fabricmanager,
+    evaluate=unit_active,
+    explain=explain_unit,
+)
+
+
+# --- gpu.nvlink ------------------------------------------------------------------------------
+
+
+def _derive_nvlink(c: Context) -> Expect | Skip:
+    if (skip := _no_gpus(c)) is not None:
+        return skip
+    assert c.profile.gpu is not None
+    model = c.catalog.gpus[c.profile.gpu.model]
+    # PCIe cards are bridged in pairs at most; links of SXM parts and NVSwitch systems are
+    # what all_reduce rides on, so those are the ones a down link slows.
+    if model.nvlink_links <= 0 or (model.form_factor == "pcie" and c.profile.nvswitch <= 0):
+        return Skip(f"{c.p}.gpu.model", f"{c.profile.gpu.model} has no NVLink fabric")
+    return Expect(
+        model.nvlink_links,
+        f"{c.p}.gpu.model",
+        "a GPU has NVLink links down: reset the GPU or the baseboard, replace if it stays",
+    )
+
+
+# 12,500 nodes x 8 GPUs x 18 links: attrgetter keeps the loop over links in C.
+_INACTIVE = attrgetter("inactive")
+
+
+def _evaluate_nvlink(expected: int, facts: NodeFacts, view: ClusterView, node: str) -> Outcome:
+    if not facts.nvlink.ok:
+        return unavailable(facts.nvlink)
+    status = facts.nvlink.get()
+    if not status.gpus:
+        return failed("no GPUs listed")
+    short = [
+        f"GPU {gpu.index}: {gpu.active_links}/{expected} up"
+        for gpu in status.gpus
+        if len(gpu.links) != expected or any(map(_INACTIVE, gpu.links))
+    ]
+    return verdict(short, f"{expected} links up on {len(status.gpus)} GPUs")
+
+
+GPU_NVLINK = Check(
+    id="gpu.nvlink",
+    title="NVLink links up",
+    spec_fields=("profiles.*.gpu.model",),
+    derive=_derive_nvlink,
+    evaluate=_evaluate_nvlink,
+    explain=lambda expected: f"{expected} links up per GPU",
+)
+
+
+# --- gpu.pcie --------------------------------------------------------------------------------
+
+
+def _derive_pcie(c: Context) -> Expect | Skip:
+    if (skip := _no_gpus(c)) is not None:
+        return skip
+    assert c.profile.gpu is not None
+    model = c.catalog.gpus[c.profile.gpu.model]
+    return Expect(
+        {"gen": min(model.pcie_gen, c.profile.pcie.gen), "width": min(model.pcie_lanes, 16)},
+        f"{c.p}.pcie.gen",
+        "a GPU trained below its slot's link: reseat it, check the riser and BIOS settings",
+    )
+
+
+def _evaluate_pcie(
+    expected: dict[str, Any], facts: NodeFacts, view: ClusterView, node: str
+) -> Outcome:
+    if (problem := _gpus_or(facts)) is not None:
+        return problem
+    slow, unread, seen = [], [], set()
+    for gpu in facts.gpus.get().gpus:
+        # GPUs drop the link's speed when idle; the max generation the GPU and its slot can
+        # train to is what a missing riser lane or a Gen4 slot lowers.
+        gen = gpu.pcie.gen_max or gpu.pcie.gen_current
+        width = gpu.pcie.width_current or gpu.pcie.width_max
+        if gen is None or width is None:
+            unread.append(f"GPU {gpu.index}: link not reported")
+            continue
+        seen.add(f"Gen{gen} x{width}")
+        if gen < expected["gen"] or width < expected["width"]:
+            slow.append(f"GPU {gpu.index}: Gen{gen} x{width}")
+    return verdict(slow, listed(sorted(seen)), unread)
+
+
+GPU_PCIE = Check(
+    id="gpu.pcie",
+    title="GPU PCIe link",
+    spec_fields=("profiles.*.pcie.gen",),
+    derive=_derive_pcie,
+    evaluate=_evaluate_pcie,
+    explain=lambda expected: f"Gen{expected['gen']} x{expected['width']} per GPU",
+)
+
+
+# --- gpudirect.peermem -----------------------------------------------------------------------
+
+
+def _derive_peermem(c: Context) -> Expect | Skip:
+    if (skip := _no_gpus(c)) is not None:
+        return skip
+    if not c.variables.get("nvidia_driver_gpudirect_rdma"):
+        return Skip("software.gpudirect_rdma", "GPUDirect RDMA is off or the fabric has no RDMA")
+    return Expect(
+        "nvidia_peermem",
+        "software.gpudirect_rdma",
+        bringup_fix("nvidia_driver", "modprobe nvidia_peermem"),
+    )
+
+
+def _evaluate_peermem(expected: str, facts: NodeFacts, view: ClusterView, node: str) -> Outcome:
+    if not facts.modules.ok:
+        return unavailable(facts.modules)
+    loaded = expected in facts.modules.get()
+    return passed(f"{expected} loaded") if loaded else failed(f"{expected} not loaded")
+
+
+GPUDIRECT_PEERMEM = Check(
+    id="gpudirect.peermem",
+    title="nvidia_peermem loaded",
+    spec_fields=("software.gpudirect_rdma",),
+    derive=_derive_peermem,
+    evaluate=_evaluate_peermem,
+    explain=lambda expected: f"{expected} loaded",
+)

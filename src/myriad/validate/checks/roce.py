@@ -1,0 +1,195 @@
+"""RoCE checks: the lossless-Ethernet QoS the roce role sets on every RoCE NIC (mlnx_qos)
+and the NICs' MTU (ip link)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from myriad.validate.checks.model import (
+    Check,
+    Context,
+    Expect,
+    Outcome,
+    Skip,
+    bringup_fix,
+    each,
+    link_mtu,
+    listed,
+    unavailable,
+    unknown,
+    verdict,
+)
+from myriad.validate.facts import NodeFacts
+from myriad.validate.parsers import MlnxQos
+
+FIX = bringup_fix("roce", "or restart myriad-roce-qos.service")
+
+
+def _netdevs(c: Context) -> list[str] | Skip:
+    """The RoCE NICs' interfaces, or why the RoCE checks do not apply."""
+    if c.spec.network.fabric != "roce":
+        return Skip("network.fabric", "fabric is not RoCE")
+    nics = c.variables.get("roce_nics") or []
+    if not nics:
+        return Skip(f"{c.p}.nics.compute", f"profile {c.pool.profile} has no RoCE NICs")
+    return [str(nic["netdev"]) for nic in nics]
+
+
+def _qos_each(
+    expected: dict[str, Any],
+    facts: NodeFacts,
+    read: Callable[[MlnxQos, Any], Any],
+    show: Callable[[Any], str],
+) -> Outcome:
+    """Compare `read(qos, expected value)` with the expected value on every RoCE NIC; a
+    value the NIC did not report (None in what `read` gives) is unknown, not a pass."""
+    want = expected["value"]
+    problems, unread = [], []
+    for netdev in expected["names"]:
+        qos = facts.qos.get(netdev)
+        if qos is None:
+            return unknown(f"mlnx_qos -i {netdev} was not gathered")
+        if not qos.ok:
+            outcome = unavailable(qos)
+            if outcome.status == "error":
+                return outcome
+            problems.append(f"{netdev}: {qos.detail}")
+            continue
+        value = read(qos.get(), want)
+        if value == want:
+            continue
+        if _differs(value, want):
+            problems.append(f"{netdev}: {show(value)}")
+        elif _has_unknown(value):
+            unread.append(f"{netdev}: not reported ({show(value)})")
+        else:
+            problems.append(f"{netdev}: {show(value)}")
+    return verdict(problems, f"{show(want)} on {len(expected['names'])}", unread)
+
+
+def _differs(value: Any, want: Any) -> bool:
+    """A difference the NIC did report: parts it left out (None) are unknown, not wrong."""
+    if isinstance(value, list) and isinstance(want, list) and len(value) == len(want):
+        return any(_differs(v, w) for v, w in zip(value, want, strict=True))
+    return value is not None and value != want
+
+
+def _has_unknown(value: Any) -> bool:
+    if isinstance(value, list):
+        return any(_has_unknown(v) for v in value)
+    return value is None
+
+
+# --- roce.trust ------------------------------------------------------------------------------
+
+
+def _derive_trust(c: Context) -> Expect | Skip:
+    netdevs = _netdevs(c)
+    return (
+        netdevs if isinstance(netdevs, Skip) else Expect(each(netdevs, "dscp"), "network.roce", FIX)
+    )
+
+
+ROCE_TRUST = Check(
+    id="roce.trust",
+    title="RoCE trust dscp",
+    spec_fields=("network.roce",),
+    derive=_derive_trust,
+    evaluate=lambda expected, facts, view, node: _qos_each(
+        expected, facts, lambda qos, _: qos.trust or None, lambda value: f"trust {value}"
+    ),
+    explain=lambda expected: f"{expected['value']} on {listed(expected['names'])}",
+)
+
+
+# --- roce.pfc --------------------------------------------------------------------------------
+
+
+def _derive_pfc(c: Context) -> Expect | Skip:
+    netdevs = _netdevs(c)
+    if isinstance(netdevs, Skip):
+        return netdevs
+    return Expect(
+        each(netdevs, int(c.variables["roce_priority"])), "network.roce.pfc_priority", FIX
+    )
+
+
+def _pfc_value(qos: MlnxQos, want: Any) -> Any:
+    enabled = qos.pfc_enabled
+    return enabled[0] if len(enabled) == 1 else list(enabled)
+
+
+def _show_pfc(value: Any) -> str:
+    return f"PFC on {value}" if isinstance(value, int) else f"PFC on {list(value) or 'none'}"
+
+
+ROCE_PFC = Check(
+    id="roce.pfc",
+    title="PFC on the RoCE priority only",
+    spec_fields=("network.roce.pfc_priority",),
+    derive=_derive_pfc,
+    evaluate=lambda expected, facts, view, node: _qos_each(expected, facts, _pfc_value, _show_pfc),
+    explain=lambda expected: f"{_show_pfc(expected['value'])} on {listed(expected['names'])}",
+)
+
+
+# --- roce.dscp -------------------------------------------------------------------------------
+
+
+def _derive_dscp(c: Context) -> Expect | Skip:
+    netdevs = _netdevs(c)
+    if isinstance(netdevs, Skip):
+        return netdevs
+    v = c.variables
+    pairs = [
+        [int(v["roce_dscp"]), int(v["roce_priority"])],
+        [int(v["roce_cnp_dscp"]), int(v["roce_cnp_priority"])],
+    ]
+    return Expect(each(netdevs, pairs), "network.roce.dscp, cnp_dscp", FIX)
+
+
+def _dscp_pairs(qos: MlnxQos, want: Sequence[Sequence[int]]) -> list[list[Any]]:
+    """The NIC's priority for each DSCP the spec maps, in the spec's order."""
+    return [[dscp, qos.dscp_to_priority.get(dscp)] for dscp, _ in want]
+
+
+def _show_dscp(pairs: Iterable[Sequence[Any]]) -> str:
+    return ", ".join(f"{dscp}→{priority}" for dscp, priority in pairs)
+
+
+ROCE_DSCP = Check(
+    id="roce.dscp",
+    title="DSCP to priority mapping",
+    spec_fields=("network.roce.dscp", "network.roce.cnp_dscp"),
+    derive=_derive_dscp,
+    evaluate=lambda expected, facts, view, node: _qos_each(
+        expected, facts, _dscp_pairs, _show_dscp
+    ),
+    explain=lambda expected: f"{_show_dscp(expected['value'])} on {listed(expected['names'])}",
+)
+
+
+# --- roce.mtu --------------------------------------------------------------------------------
+
+
+def _derive_mtu(c: Context) -> Expect | Skip:
+    netdevs = _netdevs(c)
+    if isinstance(netdevs, Skip):
+        return netdevs
+    mtu = int(c.variables.get("roce_mtu", 9000))
+    if not mtu:
+        return Skip("network.roce.mtu", "roce_mtu 0 leaves the MTU alone")
+    return Expect(each(netdevs, mtu), "network.roce.mtu", FIX)
+
+
+ROCE_MTU = Check(
+    id="roce.mtu",
+    title="RoCE interface MTU",
+    spec_fields=("network.roce.mtu",),
+    derive=_derive_mtu,
+    evaluate=lambda expected, facts, view, node: link_mtu(
+        expected["names"], expected["value"], facts
+    ),
+    explain=lambda expected: f"{expected['value']} on {listed(expected['names'])}",
+)
