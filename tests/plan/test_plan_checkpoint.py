@@ -71,15 +71,38 @@ def test_management_nics_carry_checkpoints_without_storage_nics() -> None:
     stalls = _stalls(checkpoint)
     # One 100G link at 90 %: 11.25 GB/s -> 980 / 11.25 = 87.1 s.
     assert stalls["single-node"] == (pytest.approx(980 / 11.25), "nic")
-    # Both ports: 22.5 GB/s -> 43.6 s; 4 nodes: 90 GB/s -> 10.9 s.
-    assert stalls["bonded"] == (pytest.approx(980 / 22.5), "nic")
-    assert stalls["distributed"] == (pytest.approx(980 / 90), "nic")
+    # The two ports are not bonded: a node's traffic leaves by one of them, so "bonded"
+    # is the single-port time, and 4 nodes write 4 x 11.25 = 45 GB/s -> 21.8 s.
+    assert stalls["bonded"] == (pytest.approx(980 / 11.25), "nic")
+    assert stalls["distributed"] == (pytest.approx(980 / 45), "nic")
     # Async: 980 GB / 32 GPUs = 30.625 GB each at 0.8 x 63 = 50.4 GB/s (H100 Gen5).
     assert stalls["distributed-async"] == (pytest.approx(30.625 / 50.4), "pcie")
     # single-node was chosen: 87.1 s every hour.
     assert checkpoint.overhead_fraction == pytest.approx(980 / 11.25 / 3600)
-    assert checkpoint.burst_gbs == pytest.approx(90.0)
+    assert checkpoint.burst_gbs == pytest.approx(45.0)
     assert checkpoint.storage_write_gbs is None
+
+
+@pytest.mark.parametrize(
+    ("bond", "links"),
+    [("802.3ad", 2), ("active-backup", 1), (None, 1)],
+)
+def test_the_bonded_figure_follows_the_bond_mode(bond: str | None, links: int) -> None:
+    # 1 x ConnectX-6-Dx, 2 x 100G, 90 % of each: 11.25 GB/s a link. 70B x 14 = 980 GB.
+    # Only LACP (802.3ad) spreads a node's streams over both links; active-backup keeps
+    # one link idle, and unbonded ports send the node's traffic out of one interface.
+    group: dict[str, Any] = {"model": "ConnectX-6-Dx", "count": 1}
+    if bond is not None:
+        group["bond"] = bond
+    profile = gpu_profile() | {
+        "nics": {"compute": {"model": "ConnectX-7", "count": 8}, "storage": group}
+    }
+    storage = {**NFS, "checkpoint": {"params_billion": 70, "strategy": "bonded"}}
+    stalls = _stalls(_checkpoint(cluster(nodes=2, profile=profile, storage=storage)))
+    assert stalls["single-node"] == (pytest.approx(980 / 11.25), "nic")
+    assert stalls["bonded"] == (pytest.approx(980 / (11.25 * links)), "nic")
+    # Two nodes write with every link they may use at once.
+    assert stalls["distributed"] == (pytest.approx(980 / (2 * 11.25 * links)), "nic")
 
 
 def test_without_a_storage_path_checkpoints_never_finish() -> None:
@@ -109,7 +132,8 @@ def test_cpu_only_nodes_write_async_checkpoints_as_distributed() -> None:
         )
     )
     stalls = _stalls(checkpoint)
-    # 14 GB; 3 nodes x 2 links x 2.8125 = 16.875 GB/s, capped by storage at 4: 3.5 s.
+    # 14 GB; 3 nodes x 1 link (no bond) x 2.8125 = 8.4375 GB/s, capped by storage at 4:
+    # 3.5 s.
     assert stalls["distributed"] == (pytest.approx(3.5), "storage")
     assert stalls["distributed-async"] == stalls["distributed"]
 

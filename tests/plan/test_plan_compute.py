@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from myriad.plan.compute import plan_compute
+from myriad.plan.pipeline import plan_loaded
 
 from spec_builder import cluster, gpu_profile, load_example
 
@@ -49,6 +50,34 @@ def test_fp8_needs_every_gpu_to_have_it() -> None:
     assert compute.peak_bf16_pflops == pytest.approx(20.816)
     assert compute.peak_fp8_pflops is None
     assert compute.training_days is None
+    # ... and the plan says why there is no figure: a finding at workload.precision.
+    assert compute.unsupported_precision == ("A100-SXM4-80GB",)
+    [finding] = [f for f in plan_loaded(loaded).findings if f.id == "workload-precision"]
+    assert finding.path == ("workload", "precision") and "A100-SXM4-80GB" in finding.message
+
+
+def test_training_counts_the_gpus_of_compute_pools_only() -> None:
+    # 2 compute nodes of 8 H100 (16 GPUs) and a login pool of 4 nodes with 8 H100 each:
+    # the login GPUs do not train. Peak 16 x 989 = 15.824 PFLOP/s, not 48 x 989.
+    profiles = {"h100": gpu_profile()}
+    pools = [
+        {"name": "gpu", "profile": "h100", "count": 2, "role": "compute"},
+        {"name": "login", "profile": "h100", "count": 4, "role": "login"},
+    ]
+    loaded = cluster(profiles=profiles, pools=pools, workload={"params_billion": 7})
+    compute = plan_compute(loaded.spec, loaded.catalog)
+    assert compute.gpus == 16
+    assert compute.peak_bf16_pflops == pytest.approx(15.824)
+    # 6 x 7e9 x 15e12 = 6.3e23 FLOPs at 15.824e15 x 0.4: 6.3e23 / 6.3296e15 s / 86,400.
+    assert compute.training_days == pytest.approx(6.3e23 / 6.3296e15 / 86_400)
+    # The plan's own GPU total still counts all 48.
+    assert plan_loaded(loaded).plan.gpus == 48  # type: ignore[union-attr]
+
+
+def test_the_plan_says_when_the_workload_is_the_default() -> None:
+    assert not plan_compute(cluster().spec, cluster().catalog).workload_from_spec
+    loaded = cluster(workload={"params_billion": 7})
+    assert plan_compute(loaded.spec, loaded.catalog).workload_from_spec
 
 
 def test_no_gpus_no_estimate() -> None:

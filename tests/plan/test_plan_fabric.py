@@ -19,6 +19,7 @@ from myriad.plan import (
     plan_fabric,
 )
 from myriad.plan.model import Fabric, Island, LeafPlacement
+from myriad.plan.pipeline import plan_loaded
 from myriad.spec import LoadedSpec
 
 from spec_builder import cluster, gpu_profile, load_example, load_fixture
@@ -49,20 +50,25 @@ def test_a800_rail_optimized_islands() -> None:
     # ten islands a core above them: three tiers.
     assert fabric.tiers == 3
     # Leaves per rail = ceil(128 / 128) = 1 (and ceil(98 / 128) = 1): 4 leaves per island.
-    # Leaf-spine links per island: 4 leaves x 128 uplinks = 512.
+    # Uplinks follow the endpoints (non-blocking inside an island): a full island's leaves
+    # hold 128 endpoints and have 128 uplinks, 4 x 128 = 512; the last island's hold 98,
+    # 4 x 98 = 392.
     # Core links of a full island: 512 endpoints x 200 Gb/s / r 2 / 200 Gb/s = 256;
     # of the last island: 98 x 4 x 200 / 2 / 200 = 196.
-    # Spines: ceil((512 + 256) / 256) = 3, and ceil((512 + 196) / 256) = ceil(2.77) = 3.
+    # Spines: ceil((512 + 256) / 256) = 3, and ceil((392 + 196) / 256) = ceil(2.30) = 3.
     assert fabric.islands[0] == Island(index=0, nodes=128, leaves=4, spines=3)
     assert fabric.islands[9] == Island(index=9, nodes=98, leaves=4, spines=3)
     assert (fabric.leaves, fabric.spines) == (40, 30)
-    assert fabric.leaf_spine_links == 10 * 512
+    assert fabric.leaf_spine_links == 9 * 512 + 392 == 5000
     # Core links 9 x 256 + 196 = 2,500; core switches ceil(2,500 / 256) = 10.
     assert fabric.spine_core_links == 2500
     assert fabric.core_switches == 10
-    # Cables 5,000 + 5,120 + 2,500 = 12,620; two transceivers each: 25,240.
-    assert fabric.cables == 12620
-    assert fabric.transceivers == 25240
+    # Cables 5,000 + 5,000 + 2,500 = 12,500.
+    assert fabric.cables == 12500
+    # Transceivers: 5,000 at the NICs; an SN5600 split to 4 x 200G carries 4 ports in one
+    # OSFP cage: leaf down 5,000 / 4 = 1,250, leaf up 1,250, spine down 1,250, spine up
+    # 2,500 / 4 = 625 and core 625: 5,000 + 5,000 = 10,000 (two per cable would be 25,000).
+    assert fabric.transceivers == 10_000
     # Injection 4 x 200 = 800 Gb/s per node.
     assert fabric.injection_gbps_per_node == 800
     # Island bisection 512 x 200 / 2 = 51,200 Gb/s; cluster 5,000 x 200 / 2 / 2 = 250,000.
@@ -130,7 +136,7 @@ def test_a800_switch_tree() -> None:
     leaf = next(s for s in tree if s.name == "is09-leaf003")
     # The last island's rail-2 leaf holds its 98 nodes, gpu1153 .. gpu1250.
     assert leaf.nodes[0] == "gpu1153" and leaf.nodes[-1] == "gpu1250"
-    assert (leaf.downlinks, leaf.uplinks, leaf.ports) == (98, 128, 256)
+    assert (leaf.downlinks, leaf.uplinks, leaf.ports) == (98, 98, 256)
     spine = next(s for s in tree if s.name == "is00-spine001")
     # Island 0: 512 leaf links over 3 spines = 171, 171, 170; its 256 core links over the
     # same spines from the end = 85, 85, 86 (171 + 85 = 256 ports exactly).
@@ -151,8 +157,10 @@ def test_eight_h100_nodes_fit_one_switch() -> None:
     fabric = _fabric(cluster(nodes=8))
     assert fabric.tiers == 1
     assert (fabric.leaves, fabric.spines, fabric.core_switches) == (1, 0, 0)
-    # 64 node cables, 128 transceivers, one QM9700 at 1,100 W.
-    assert (fabric.cables, fabric.transceivers) == (64, 128)
+    # 64 node cables. Transceivers: 64 at the NICs (one per port), and at the QM9700 one
+    # twin-port OSFP per two ports (32 cages for 64 NDR ports): 64 / 2 = 32. 96 in all.
+    assert (fabric.cables, fabric.transceivers) == (64, 64 + 32)
+    assert fabric.ports_per_cage == 2
     assert fabric.switch_kw == pytest.approx(1.1)
     # Bisection 64 x 400 / 2 = 12,800 Gb/s.
     assert fabric.bisection_gbps == fabric.island_bisection_gbps == 12_800
@@ -162,26 +170,31 @@ def test_eight_h100_nodes_fit_one_switch() -> None:
 
 def test_nine_h100_nodes_rail_optimized_need_two_tiers() -> None:
     # 9 x 8 = 72 endpoints > 64: two tiers (72 <= k²/2 = 2,048).
-    # Rails 8, leaves per rail ceil(9 / 32) = 1: 8 leaves, each 32 uplinks = 256 links;
-    # spines ceil(256 / 64) = 4.
+    # Rails 8, leaves per rail ceil(9 / 32) = 1: 8 leaves of 9 endpoints each. Uplinks are
+    # sized by endpoints (non-blocking: 9 each), not k/2 = 32: 8 x 9 = 72 links, not 256.
+    # Spines ceil(72 / 64) = 2; each leaf's 9 uplinks reach both.
     fabric = _fabric(cluster(nodes=9))
     assert fabric.tiers == 2
-    assert (fabric.leaves, fabric.spines, fabric.core_switches) == (8, 4, 0)
-    assert (fabric.node_links, fabric.leaf_spine_links, fabric.spine_core_links) == (72, 256, 0)
-    assert fabric.cables == 328
-    # Switch power 12 x 1.1 kW.
-    assert fabric.switch_kw == pytest.approx(13.2)
+    assert (fabric.leaves, fabric.spines, fabric.core_switches) == (8, 2, 0)
+    assert (fabric.node_links, fabric.leaf_spine_links, fabric.spine_core_links) == (72, 72, 0)
+    assert fabric.cables == 144
+    # Transceivers: 72 at the NICs; QM9700 cages: 72 / 2 = 36 leaf down, 36 leaf up, 36 at
+    # the spines: 72 + 108 = 180.
+    assert fabric.transceivers == 180
+    # Switch power 10 x 1.1 kW.
+    assert fabric.switch_kw == pytest.approx(11.0)
     # gpu09 (node 8), NIC 7 -> rail 7's leaf, port 9.
     assert leaf_placement(fabric, 8, 7) == LeafPlacement(0, "is00-leaf008", 9, 7)
 
 
 def test_nine_h100_nodes_fat_tree() -> None:
-    # Fat-tree: 72 endpoints fill leaves of 32: ceil(72 / 32) = 3 leaves, 3 x 32 = 96
-    # uplinks, ceil(96 / 64) = 2 spines.
+    # Fat-tree: 72 endpoints fill leaves of 32: ceil(72 / 32) = 3 leaves holding 32, 32 and
+    # 8 endpoints, so 32 + 32 + 8 = 72 uplinks; ceil(72 / 64) = 2 spines, and the third
+    # leaf's 8 uplinks reach both.
     topology = {"kind": "fat-tree", "switch": "QM9700"}
     fabric = _fabric(cluster(nodes=9, topology=topology))
     assert (fabric.tiers, fabric.leaves, fabric.spines) == (2, 3, 2)
-    assert fabric.cables == 72 + 96
+    assert fabric.cables == 72 + 72
     # Node 4's endpoint 0 is slot 32: the first port of leaf 2.
     assert leaf_placement(fabric, 4, 0) == LeafPlacement(0, "is00-leaf002", 1, 0)
 
@@ -195,7 +208,9 @@ def test_switch_tree_of_nine_rail_optimized_nodes() -> None:
     # Every rail leaf holds all nine nodes (one per rail); every spine meets all leaves.
     assert [leaf.nodes for leaf in leaves] == [hosts] * 8
     assert all(len(spine.switches) == 8 for spine in spines)
-    assert [s.downlinks for s in spines] == [64, 64, 64, 64]
+    # 72 uplinks (9 per leaf) over 2 spines.
+    assert [leaf.uplinks for leaf in leaves] == [9] * 8
+    assert [s.downlinks for s in spines] == [36, 36]
     assert not [s for s in tree if s.tier == "core"]
 
 
@@ -205,17 +220,18 @@ def test_switch_tree_of_nine_rail_optimized_nodes() -> None:
 def test_one_island_beyond_two_tiers_uses_pods() -> None:
     # QM8700: k = 40 ports of 200G; k²/2 = 800, k³/4 = 16,000. ConnectX-6 is 200G.
     # 101 nodes x 8 = 808 endpoints > 800 -> three tiers in one island.
-    # Fat-tree leaves ceil(808 / 20) = 41; pods of 20 leaves: 20, 20, 1.
-    # Pod spines carry 20 down + 20 up: ceil(20 x 20 / 20) = 20, 20, 1 -> 41 spines.
-    # Leaf-spine links 41 x 20 = 820; core links the same 820 (non-blocking);
-    # core switches ceil(820 / 40) = 21.
+    # Fat-tree leaves ceil(808 / 20) = 41: 40 full of 20 endpoints, the last holding 8;
+    # pods of 20 leaves: 20, 20, 1. Pod spines carry 20 down + 20 up:
+    # ceil(20 x 20 / 20) = 20, 20, and 1 for the last pod's 8 links -> 41 spines.
+    # Leaf-spine links 20 x 20 + 20 x 20 + 8 = 808; core links the same 808
+    # (non-blocking); core switches ceil(808 / 40) = 21.
     profile = gpu_profile("A100-SXM4-80GB", nic="ConnectX-6", pcie={"gen": 4, "switches": 4})
     topology = {"kind": "fat-tree", "switch": "QM8700"}
     fabric = _fabric(cluster(nodes=101, profile=profile, topology=topology))
     assert fabric.tiers == 3
     assert (fabric.leaves, fabric.spines, fabric.core_switches) == (41, 41, 21)
-    assert (fabric.leaf_spine_links, fabric.spine_core_links) == (820, 820)
-    assert fabric.cables == 808 + 820 + 820
+    assert (fabric.leaf_spine_links, fabric.spine_core_links) == (808, 808)
+    assert fabric.cables == 808 + 808 + 808
     # Inside one island nothing is oversubscribed: bisection 808 x 200 / 2.
     assert fabric.bisection_gbps == 80_800
 
@@ -356,3 +372,29 @@ def test_a_spec_without_compute_pools_has_no_fabric() -> None:
     )
     assert plan_fabric(storage_only, loaded.catalog) is None
     assert list(iter_switch_tree(storage_only, loaded.catalog)) == []
+
+
+# --- oversubscription inside an island -------------------------------------------------------
+
+
+def test_island_oversubscription_sizes_leaf_uplinks() -> None:
+    # 64 H100 nodes x 8 rails on QM9700 (k = 64, k/2 = 32), rail-optimized, 2:1 inside the
+    # island: per rail 2 leaves of 32 endpoints, each with ceil(32 / 2) = 16 uplinks.
+    # 16 leaves x 16 = 256 leaf-spine links (512 at 1:1); spines ceil(256 / 64) = 4.
+    topology = {"kind": "rail-optimized", "switch": "QM9700", "island_oversubscription": 2}
+    fabric = _fabric(cluster(nodes=64, topology=topology))
+    assert (fabric.leaves, fabric.spines, fabric.leaf_spine_links) == (16, 4, 256)
+    assert fabric.island_oversubscription == 2
+    # Bisection 512 endpoints x 400 Gb/s / 2, halved by the 2:1 leaves: 51,200 Gb/s.
+    assert fabric.island_bisection_gbps == fabric.bisection_gbps == 51_200
+    loaded = cluster(nodes=64, topology=topology)
+    leaves = [s for s in iter_switch_tree(loaded.spec, loaded.catalog) if s.tier == "leaf"]
+    assert {(leaf.downlinks, leaf.uplinks) for leaf in leaves} == {(32, 16)}
+
+
+def test_inter_island_oversubscription_with_one_island_is_a_finding() -> None:
+    topology = {"kind": "rail-optimized", "switch": "QM9700", "inter_island_oversubscription": 2}
+    findings = plan_loaded(cluster(nodes=9, topology=topology)).findings
+    [finding] = [f for f in findings if f.id == "oversubscription-unused"]
+    assert finding.path == ("network", "topology", "inter_island_oversubscription")
+    assert "9 compute nodes are one island" in finding.message

@@ -45,6 +45,7 @@ class Case:
     nodes: int
     island_nodes: int | None
     oversubscription: float
+    island_oversubscription: float = 1.0
 
     @property
     def rails(self) -> int:
@@ -69,6 +70,7 @@ class Case:
             "switch": "TEST-LEAF",
             "spine_switch": "TEST-SPINE",
             "inter_island_oversubscription": self.oversubscription,
+            "island_oversubscription": self.island_oversubscription,
         }
         if self.island_nodes is not None:
             topology["island_nodes"] = self.island_nodes
@@ -105,6 +107,7 @@ def cases(draw: st.DrawFn, *, mixed: bool = True) -> Case:
         nodes=total - small_nodes,
         island_nodes=island_nodes,
         oversubscription=draw(st.sampled_from([1.0, 1.5, 2.0, 4.0])),
+        island_oversubscription=draw(st.sampled_from([1.0, 1.0, 2.0, 3.0])),
     )
 
 
@@ -177,7 +180,12 @@ def test_each_island_is_non_blocking_and_the_tree_matches_the_counts(case: Case)
     # Leaves: every endpoint is under one, and under spines a leaf's uplinks match its ports.
     assert sum(leaf.downlinks for leaf in leaves) == fabric.node_links == fabric.endpoints
     if fabric.tiers > 1:
-        assert all(leaf.uplinks == fabric.radix // 2 >= leaf.downlinks for leaf in leaves)
+        # Uplinks carry the leaf's endpoints over the island's oversubscription, never more
+        # than the k/2 ports above the downlinks.
+        half = fabric.radix // 2
+        assert all(leaf.downlinks <= half and leaf.uplinks <= half for leaf in leaves)
+        ratio = fabric.island_oversubscription
+        assert all(leaf.uplinks >= -(-leaf.downlinks // ratio) for leaf in leaves)
     assert sum(leaf.uplinks for leaf in leaves) == fabric.leaf_spine_links
     assert sum(spine.downlinks for spine in spines) == fabric.leaf_spine_links
     assert sum(spine.uplinks for spine in spines) == fabric.spine_core_links

@@ -72,21 +72,26 @@ def test_a_100k_gpu_fabric_by_hand() -> None:
     # Islands: ceil(12,500 / 512) = 25; 24 of 512 and the last of 12,500 - 12,288 = 212.
     # Full island: 8 rails x (512 / 64) = 64 leaves, 64 x 64 = 4,096 leaf links,
     #   core 512 x 8 x 400 / 2 / 400 = 2,048 links, spines ceil(6,144 / 128) = 48 (<= 64).
-    # Last island: 8 x ceil(212 / 64) = 32 leaves, 2,048 leaf links,
-    #   core 212 x 8 / 2 = 848 links, spines ceil(2,896 / 128) = 23.
+    # Last island: 8 x ceil(212 / 64) = 32 leaves; per rail three full leaves and one of
+    #   212 - 192 = 20 endpoints, whose uplinks follow its endpoints: 8 x (3 x 64 + 20) =
+    #   1,696 leaf links; core 212 x 8 / 2 = 848 links, spines ceil(2,544 / 128) = 20 (the
+    #   part-filled leaves' 20 uplinks reach all 20).
     assert (fabric.tiers, len(fabric.islands)) == (3, 25)
-    # Leaves 24 x 64 + 32 = 1,568; spines 24 x 48 + 23 = 1,175;
+    # Leaves 24 x 64 + 32 = 1,568; spines 24 x 48 + 20 = 1,172;
     # core links 24 x 2,048 + 848 = 50,000 -> ceil(50,000 / 128) = 391 core switches.
-    assert (fabric.leaves, fabric.spines, fabric.core_switches) == (1568, 1175, 391)
-    # Cables 100,000 + (24 x 4,096 + 2,048 = 100,352) + 50,000 = 250,352.
+    assert (fabric.leaves, fabric.spines, fabric.core_switches) == (1568, 1172, 391)
+    # Leaf links 24 x 4,096 + 1,696 = 100,000; cables 100,000 + 100,000 + 50,000 = 250,000.
     assert (fabric.node_links, fabric.leaf_spine_links, fabric.spine_core_links) == (
         100_000,
-        100_352,
+        100_000,
         50_000,
     )
-    assert (fabric.cables, fabric.transceivers) == (250_352, 500_704)
-    # (1,568 + 1,175 + 391) x 1.7 kW = 3,134 x 1.7 = 5,327.8 kW.
-    assert fabric.switch_kw == pytest.approx(5327.8)
+    # Transceivers: 100,000 at the NICs; SN5600 split to 2 x 400G carries two ports per
+    # OSFP cage: leaf down 50,000, leaf up 50,000, spine down 50,000, spine up 25,000,
+    # core 25,000: 300,000 (not two per cable, 500,000).
+    assert (fabric.cables, fabric.transceivers) == (250_000, 300_000)
+    # (1,568 + 1,172 + 391) x 1.7 kW = 3,131 x 1.7 = 5,322.7 kW.
+    assert fabric.switch_kw == pytest.approx(5322.7)
     # Bisection 100,000 x 400 / 2 / 2 = 10 Pb/s; an island 4,096 x 400 / 2 = 819.2 Tb/s.
     assert fabric.bisection_gbps == 10_000_000
     assert fabric.island_bisection_gbps == 819_200

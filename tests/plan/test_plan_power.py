@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import pytest
+import yaml
 
+from myriad.errors import SpecError
 from myriad.plan import make_plan
 from myriad.plan.power import estimated_server_kw, server_kw, server_rack_units
+from myriad.spec import load_spec_text
 from myriad.spec.models import Profile
 
 from spec_builder import cluster, gpu_profile, load_fixture
@@ -32,7 +35,9 @@ def test_dgx_h100_cluster_power_and_cost() -> None:
     assert power.cost_usd_per_year == pytest.approx(278_450.2656)
     # Racks: by power floor(40 / 10.2) = 3 per rack -> ceil(32 / 3) = 11;
     # by space floor(42 U / 8 U) = 5 per rack -> ceil(32 / 5) = 7; 11 racks of 3.
-    assert (power.racks_by_power, power.racks_by_space, power.racks) == (11, 7, 11)
+    # The 12 switches (1 U each, 13.2 kW) fill a rack of their own: 12 racks in all.
+    assert (power.racks_by_power, power.racks_by_space, power.server_racks) == (11, 7, 11)
+    assert (power.switch_racks, power.storage_racks, power.racks) == (1, 0, 12)
     assert power.servers_per_rack == 3
     assert power.max_server_kw == pytest.approx(10.2)
 
@@ -49,8 +54,10 @@ def test_racks_are_counted_per_profile_and_summed() -> None:
     loaded = cluster(profiles=profiles, pools=pools, facility=FACILITY)
     power = make_plan(loaded.spec, loaded.catalog).power
     # DGX: 11 racks (above). Controllers: 0.5 kW -> 80 per rack by power, 2 U (the CPU
-    # server default) -> 21 by space: 1 rack. 11 + 1 = 12; by space 7 + 1 = 8.
-    assert (power.racks_by_power, power.racks_by_space, power.racks) == (12, 8, 12)
+    # server default) -> 21 by space: 1 rack. 11 + 1 = 12; by space 7 + 1 = 8; with the
+    # switch rack 13.
+    assert (power.racks_by_power, power.racks_by_space, power.server_racks) == (12, 8, 12)
+    assert power.racks == 13
     # The tightest profile sets servers per rack: min(3, 21) = 3.
     assert power.servers_per_rack == 3
     # 326.4 + 3 x 0.5 = 327.9 kW of servers.
@@ -61,9 +68,10 @@ def test_a_server_beyond_the_rack_budget_gets_a_rack_of_its_own() -> None:
     facility = {**FACILITY, "rack_kw": 10}
     loaded = cluster(nodes=5, profile=DGX_H100, facility=facility)
     power = make_plan(loaded.spec, loaded.catalog).power
-    # 10.2 kW > 10 kW: none fit by power; each of the 5 still takes one rack.
+    # 10.2 kW > 10 kW: none fit by power; each of the 5 still takes one rack. The one
+    # QM9700 (40 endpoints fit its 64 ports) takes a sixth.
     assert power.servers_per_rack == 0
-    assert (power.racks_by_power, power.racks) == (5, 5)
+    assert (power.racks_by_power, power.server_racks, power.racks) == (5, 5, 6)
     # By space floor(42 / 8) = 5 fit one rack.
     assert power.racks_by_space == 1
 
@@ -104,4 +112,70 @@ def test_a800_example_power() -> None:
     # x PUE 1.2 = 9,916.08 kW.
     assert power.facility_kw == pytest.approx(9916.08)
     # A800: floor(40 / 6.5) = 6 per rack -> 209 racks, controllers 1 rack: 210.
-    assert power.racks == 210
+    # Switches: 80 SN5600 x 2 U = 160 U -> ceil(160 / 42) = 4 racks; 136 kW / 40 kW -> 4.
+    assert (power.server_racks, power.switch_racks, power.racks) == (210, 4, 214)
+
+
+def test_power_says_what_it_counts_and_counts_declared_storage_and_switches() -> None:
+    loaded = cluster(nodes=32, profile=DGX_H100, facility=FACILITY)
+    base = make_plan(loaded.spec, loaded.catalog).power
+    assert "server maximum" in base.basis and "upper bound" in base.basis
+    assert base.not_counted == (
+        "storage systems (storage.systems)",
+        "front-end and storage switches (network.switches)",
+    )
+    document = yaml.safe_load(DGX_SPEC)
+    document["storage"] = {
+        "kind": "weka",
+        "systems": [{"name": "weka", "count": 8, "power_kw": 1.5, "rack_units": 1}],
+    }
+    document["network"]["switches"] = [
+        {"purpose": "frontend", "model": "SN4600C", "count": 4},
+        {"purpose": "storage", "model": "SN5600", "count": 2},
+    ]
+    loaded = load_spec_text(yaml.safe_dump(document))
+    power = make_plan(loaded.spec, loaded.catalog).power
+    # Storage: 8 x 1.5 kW = 12 kW in 8 U -> one rack (12 kW < 40 kW).
+    assert power.storage_kw == pytest.approx(12.0)
+    assert power.storage_racks == 1
+    # Other switches: 4 x SN4600C 0.5 kW + 2 x SN5600 1.7 kW = 5.4 kW.
+    assert power.other_switch_kw == pytest.approx(5.4)
+    # IT: 326.4 servers + 13.2 fabric + 5.4 + 12 = 357.0 kW.
+    assert power.it_kw == pytest.approx(357.0)
+    # Switch racks: fabric 12 x 1 U + 4 x 2 U + 2 x 2 U = 24 U, 18.6 kW -> 1 rack.
+    assert power.switch_racks == 1
+    assert power.racks == 11 + 1 + 1
+    assert power.not_counted == ()
+
+
+def test_an_unknown_declared_switch_is_refused_where_it_is_named() -> None:
+    document = yaml.safe_load(DGX_SPEC)
+    document["network"]["switches"] = [{"purpose": "frontend", "model": "SN4600", "count": 4}]
+    with pytest.raises(SpecError) as caught:
+        load_spec_text(yaml.safe_dump(document))
+    [problem] = caught.value.problems
+    assert problem.path == ("network", "switches", 0, "model")
+    assert problem.hint == "did you mean 'SN4600C'?"
+
+
+DGX_SPEC = """
+apiVersion: myriad/v1
+kind: Cluster
+metadata: {name: dgx}
+provider: {kind: local}
+profiles:
+  dgx:
+    server: DGX-H100
+    gpu: {model: H100-SXM5-80GB, count: 8}
+    cpu: {sockets: 2, cores_per_socket: 56}
+    memory_gib: 2048
+    pcie: {gen: 5, switches: 4}
+    nvswitch: 4
+    nics: {compute: {model: ConnectX-7, count: 8}}
+pools: [{name: gpu, profile: dgx, count: 32, role: compute}]
+network:
+  fabric: infiniband
+  topology: {kind: rail-optimized, switch: QM9700}
+software: {os: ubuntu-22.04, nvidia_driver: "550"}
+facility: {pue: 1.2, usd_per_kwh: 0.078, rack_kw: 40, cooling: liquid}
+"""

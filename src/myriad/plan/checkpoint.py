@@ -31,11 +31,23 @@ def storage_path(profile: Profile) -> NicGroup | None:
 
 @dataclass(frozen=True, slots=True)
 class _NodeStorage:
-    """What one node of a compute pool can push to storage, GB/s (0 without a path)."""
+    """What one node of a compute pool can push to storage, GB/s (0 without a path):
+    one link, and every link the node's bond mode lets it use at once."""
 
     pool: Pool
     link_gbs: float
     node_gbs: float
+
+
+def storage_links(group: NicGroup, ports: int) -> int:
+    """Links one node's storage traffic can use at once.
+
+    Only an 802.3ad (LACP) bond, hashing layer3+4, spreads a node's many streams over
+    every member; an active-backup bond carries everything on its active link, and ports
+    without a bond send a node's traffic to the storage network out of the one interface
+    its route names (Linux bonding documentation, "Bonding Driver Options", mode).
+    """
+    return ports if group.bond == "802.3ad" else 1
 
 
 def _node_storage(pool: Pool, spec: Cluster, catalog: Catalog) -> _NodeStorage:
@@ -44,7 +56,7 @@ def _node_storage(pool: Pool, spec: Cluster, catalog: Catalog) -> _NodeStorage:
         return _NodeStorage(pool, 0.0, 0.0)
     nic = catalog.nics[group.model]
     link = STORAGE_LINE_EFFICIENCY * nic.speed_gbps / BITS_PER_BYTE
-    return _NodeStorage(pool, link, link * nic.ports * group.count)
+    return _NodeStorage(pool, link, link * storage_links(group, nic.ports * group.count))
 
 
 def _capped(size_gb: float, gbs: float, storage_gbs: float | None) -> tuple[float, str]:
@@ -84,7 +96,7 @@ def _stalls(
     first = nodes[0]
     # One client stream rides one link, even inside a bond.
     single = _capped(size_gb, first.link_gbs, storage_gbs)
-    # 802.3ad with layer3+4 hashing spreads the many streams of one node over every link.
+    # What the node's bond carries (`storage_links`): every link only under 802.3ad.
     bonded = _capped(size_gb, first.node_gbs, storage_gbs)
     no_path = any(n.node_gbs == 0 for n in nodes)
     aggregate = 0.0 if no_path else sum(n.pool.count * n.node_gbs for n in nodes)

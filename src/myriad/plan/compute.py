@@ -27,10 +27,13 @@ def training_days(flops: float, peak_pflops: float | None, mfu: float) -> float 
 
 
 def plan_compute(spec: Cluster, catalog: Catalog) -> Compute:
+    """Peaks and the training estimate over the GPUs of compute pools only: a GPU in a
+    login or storage pool does not train (it is counted in the plan's GPU total)."""
     gpus = 0
     bf16_tflops = 0.0
     fp8_tflops: float | None = 0.0
-    for pool in spec.pools:
+    no_fp8: list[str] = []
+    for pool in spec.pools_with_role("compute"):
         profile = spec.profiles[pool.profile]
         if profile.gpu is None:
             continue
@@ -42,6 +45,8 @@ def plan_compute(spec: Cluster, catalog: Catalog) -> Compute:
             fp8_tflops += count * model.fp8_dense_tflops
         else:
             fp8_tflops = None
+        if model.fp8_dense_tflops is None and profile.gpu.model not in no_fp8:
+            no_fp8.append(profile.gpu.model)
     bf16 = bf16_tflops / TFLOPS_PER_PFLOPS
     fp8 = fp8_tflops / TFLOPS_PER_PFLOPS if fp8_tflops is not None and gpus else None
     workload = spec.workload
@@ -57,4 +62,7 @@ def plan_compute(spec: Cluster, catalog: Catalog) -> Compute:
         precision=workload.precision,
         training_flops=flops,
         training_days=training_days(flops, peak, workload.mfu),
+        # Without a workload: section the figures are for the model's default run.
+        workload_from_spec="workload" in spec.model_fields_set,
+        unsupported_precision=tuple(no_fp8) if workload.precision == "fp8" else (),
     )

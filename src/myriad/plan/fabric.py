@@ -21,8 +21,11 @@ Shape of the fabric (REFERENCE.md "Fabric arithmetic", k = leaf ports):
 - one island beyond k²/2 (at most k³/4) endpoints: pods of k/2 leaves, each pod's spines
   linked non-blocking to a core (three tiers).
 
-Every leaf under spines has k/2 uplinks at the leaf's port speed, even when partly
-filled, so the island can grow without recabling. Switches are counted by ports: a spine
+A leaf under spines has one uplink per `island_oversubscription` endpoints plugged into
+it (k/2 for a full, non-blocking leaf; a part-filled leaf fewer), and at least one to every
+spine of its island (or pod), so any two leaves share a spine: a pool of 72 endpoints on
+64-port leaves needs 72 leaf-spine links, not 8 x 32. Growing the island means adding
+uplinks. Switches are counted by ports: a spine
 has enough ports for its leaf and core links (core links at the spine's port speed), and
 uplinks are striped over the switches above (uplink g goes to switch g mod count). Two
 rules keep every island non-blocking and every island reachable:
@@ -39,8 +42,11 @@ stay useful for a budget) and `fabric_limits` says what falls short, for the lin
 report. Shapes the arithmetic has no answer for (an island beyond k³/4 endpoints,
 several islands beyond k²/2) raise FabricError.
 
-Each link is one cable with optics at both ends (two transceivers), the conservative
-figure: short in-rack links often use copper, which needs none.
+Each link is one cable with optics at both ends, the conservative figure: short in-rack
+links often use copper, which needs none. A node's end takes one transceiver per NIC
+port; a switch's end takes one per cage, and twin-port switches (QM9700: 32 OSFP cages
+for 64 NDR ports; SN5600 split to 400G) carry two ports in one cage, as the catalog's
+`ports_per_cage` says. Cages are counted per tier and direction, rounded up.
 
 Placements and the switch tree are computed on demand, never stored in the plan, so
 100,000 GPUs cost nothing until a renderer asks for them.
@@ -50,6 +56,7 @@ from __future__ import annotations
 
 import bisect
 import math
+from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -59,8 +66,6 @@ from myriad.plan.model import Fabric, Island, LeafPlacement
 from myriad.spec.catalog_models import Catalog
 from myriad.spec.models import Cluster, Pool, Profile
 
-# Cables carry optics at both ends; we assume optics on every link (see the module doc).
-TRANSCEIVERS_PER_LINK = 2
 WATTS_PER_KW = 1000
 # Dense, stable switch names: sorting by name keeps islands, then leaves, together.
 LEAF_NAME = "is{island:02d}-leaf{number:03d}"
@@ -167,6 +172,7 @@ class _Shape:
     nodes: int
     island_nodes: int
     oversubscription: float
+    island_oversubscription: float
 
     @property
     def half(self) -> int:
@@ -231,6 +237,7 @@ def _shape(spec: Cluster, catalog: Catalog, runs: Sequence[_Run]) -> _Shape:
         nodes=nodes,
         island_nodes=island_nodes,
         oversubscription=topology.inter_island_oversubscription,
+        island_oversubscription=topology.island_oversubscription,
     )
 
 
@@ -373,25 +380,71 @@ def _island_core_links(shape: _Shape, nodes: int) -> int:
     return math.ceil(gbps / shape.spine_speed_gbps)
 
 
+def leaf_downlinks(shape: _Shape, nodes: int, leaf: int) -> int:
+    """Endpoint slots on leaf `leaf` (from 0) of an island of `nodes` nodes."""
+    if shape.kind == "fat-tree":
+        return min(shape.half, nodes * shape.rails - leaf * shape.half)
+    block = leaf % math.ceil(nodes / shape.half)
+    return min(shape.half, nodes - block * shape.half)
+
+
+def _downlink_counts(shape: _Shape, nodes: int, first: int, leaves: int) -> Counter[int]:
+    """How many of leaves first..first+leaves-1 carry each number of endpoint slots."""
+    if shape.kind == "fat-tree" or leaves <= 2 * shape.half:
+        return Counter(leaf_downlinks(shape, nodes, leaf) for leaf in range(first, first + leaves))
+    # A whole island, rail by rail: per rail, full leaves and perhaps one part-filled.
+    full, rest = divmod(nodes, shape.half)
+    counts = Counter({shape.half: full * shape.rails})
+    if rest:
+        counts[rest] += shape.rails
+    return counts
+
+
+def leaf_uplinks(shape: _Shape, downlinks: int, spines: int) -> int:
+    """Uplinks of a leaf: its endpoints over the island oversubscription, at least one
+    to each spine of its group, at most k/2 (the ports above the downlinks)."""
+    wanted = math.ceil(downlinks / shape.island_oversubscription)
+    return min(shape.half, max(wanted, spines))
+
+
+def _meshed_group(
+    shape: _Shape, downlinks: Counter[int], core: int, spine_ports: int
+) -> tuple[int, int]:
+    """(spines, leaf-spine links) of leaves meshed with spines that also carry `core` links.
+
+    More spines need more uplinks (one to each), which may need more spines: the fixed
+    point, reached in a few steps since uplinks stop at k/2.
+    """
+    spines = 0
+    while True:
+        links = sum(n * leaf_uplinks(shape, down, spines) for down, n in downlinks.items())
+        needed = math.ceil((links + core) / spine_ports)
+        if needed <= spines:
+            return spines, links
+        spines = needed
+
+
 def _island_groups(shape: _Shape, nodes: int) -> tuple[_Group, ...]:
     leaves = _island_leaves(shape, nodes)
     if shape.mode == "single":
         return ()
     if shape.mode == "pods":
-        return tuple(_pods(shape, leaves))
-    links = leaves * shape.half
+        return tuple(_pods(shape, nodes, leaves))
     core = _island_core_links(shape, nodes) if shape.mode == "islands" else 0
-    return (_Group(0, leaves, 0, math.ceil((links + core) / shape.spine_ports), links, core),)
+    downlinks = _downlink_counts(shape, nodes, 0, leaves)
+    spines, links = _meshed_group(shape, downlinks, core, shape.spine_ports)
+    return (_Group(0, leaves, 0, spines, links, core),)
 
 
-def _pods(shape: _Shape, leaves: int) -> Iterator[_Group]:
+def _pods(shape: _Shape, nodes: int, leaves: int) -> Iterator[_Group]:
     """k/2 leaves per pod; each pod spine has half its ports down, half up, non-blocking."""
     spine_down = shape.spine_ports // 2
     first_spine = 0
     for first in range(0, leaves, shape.half):
-        links = min(shape.half, leaves - first) * shape.half
-        spines = math.ceil(links / spine_down)
-        yield _Group(first, min(shape.half, leaves - first), first_spine, spines, links, links)
+        count = min(shape.half, leaves - first)
+        downlinks = _downlink_counts(shape, nodes, first, count)
+        spines, links = _meshed_group(shape, downlinks, 0, spine_down)
+        yield _Group(first, count, first_spine, spines, links, links)
         first_spine += spines
 
 
@@ -424,8 +477,18 @@ def plan_fabric(spec: Cluster, catalog: Catalog) -> Fabric | None:
     endpoints = sum(run.pool.count * run.endpoints for run in runs)
     cables = endpoints + leaf_spine_links + core_links
     slot_gbps = shape.rails * shape.speed_gbps
-    island_bisection = shape.island_nodes * slot_gbps / 2
-    cluster_oversubscription = shape.oversubscription if shape.islands > 1 else 1.0
+    inside = shape.island_oversubscription if shape.mode != "single" else 1.0
+    island_bisection = shape.island_nodes * slot_gbps / 2 / inside
+    cluster_oversubscription = inside * (shape.oversubscription if shape.islands > 1 else 1.0)
+    leaf_cage, spine_cage = leaf.ports_per_cage, spine.ports_per_cage
+    # Node ends: one per NIC port. Switch ends: one per cage, by tier and direction.
+    transceivers = (
+        endpoints
+        + math.ceil(endpoints / leaf_cage)
+        + math.ceil(leaf_spine_links / leaf_cage)
+        + math.ceil(leaf_spine_links / spine_cage)
+        + 2 * math.ceil(core_links / spine_cage)
+    )
     return Fabric(
         kind=topology.kind,
         fabric=spec.network.fabric,
@@ -446,11 +509,13 @@ def plan_fabric(spec: Cluster, catalog: Catalog) -> Fabric | None:
         leaf_spine_links=leaf_spine_links,
         spine_core_links=core_links,
         cables=cables,
-        transceivers=TRANSCEIVERS_PER_LINK * cables,
+        transceivers=transceivers,
+        ports_per_cage=leaf_cage,
         injection_gbps_per_node=float(max(run.endpoints * run.speed_gbps for run in runs)),
         island_bisection_gbps=island_bisection,
         bisection_gbps=shape.nodes * slot_gbps / 2 / cluster_oversubscription,
         inter_island_oversubscription=topology.inter_island_oversubscription,
+        island_oversubscription=inside,
         switch_kw=(leaves * leaf.power_w + (spines + core) * spine.power_w) / WATTS_PER_KW,
     )
 
@@ -591,11 +656,36 @@ def _leaf_members(
     return tuple(hosts), plugged
 
 
+def _group_spines(shape: _Shape, nodes: int) -> list[int]:
+    """Spines of the group each leaf of an island belongs to, by leaf."""
+    spines: list[int] = []
+    for group in _island_groups(shape, nodes):
+        spines.extend([group.spines] * group.leaves)
+    return spines
+
+
+def _leaf_uplink_list(shape: _Shape, island: int) -> list[tuple[str, int]]:
+    nodes = shape.island_size(island)
+    return [
+        (
+            leaf_name(island, leaf + 1),
+            leaf_uplinks(shape, leaf_downlinks(shape, nodes, leaf), spines),
+        )
+        for leaf, spines in enumerate(_group_spines(shape, nodes))
+    ]
+
+
 def _iter_leaves(shape: _Shape, runs: Sequence[_Run]) -> Iterator[TreeSwitch]:
-    uplinks = 0 if shape.mode == "single" else shape.half
     for island in range(shape.islands):
-        for leaf in range(_island_leaves(shape, shape.island_size(island))):
+        nodes = shape.island_size(island)
+        spines = _group_spines(shape, nodes)
+        for leaf in range(_island_leaves(shape, nodes)):
             hosts, plugged = _leaf_members(shape, runs, island, leaf)
+            uplinks = (
+                0
+                if shape.mode == "single"
+                else leaf_uplinks(shape, leaf_downlinks(shape, nodes, leaf), spines[leaf])
+            )
             yield TreeSwitch(
                 name=leaf_name(island, leaf + 1),
                 tier="leaf",
@@ -610,11 +700,9 @@ def _iter_leaves(shape: _Shape, runs: Sequence[_Run]) -> Iterator[TreeSwitch]:
 
 def _iter_spines(shape: _Shape) -> Iterator[TreeSwitch]:
     for island in range(shape.islands):
+        uplinks = _leaf_uplink_list(shape, island)
         for group in _island_groups(shape, shape.island_size(island)):
-            leaves = [
-                (leaf_name(island, group.first_leaf + n + 1), shape.half)
-                for n in range(group.leaves)
-            ]
+            leaves = uplinks[group.first_leaf : group.first_leaf + group.leaves]
             for n, members in enumerate(_stripe(leaves, group.spines)):
                 # Core links fill spines from the end, leaf links from the start, so no
                 # spine gets both remainders and every spine stays within its ports.

@@ -43,7 +43,7 @@ class LeafPlacement:
 @dataclass(frozen=True, slots=True)
 class Fabric:
     kind: Literal["fat-tree", "rail-optimized"]
-    fabric: Literal["infiniband", "roce", "ethernet"]
+    fabric: Literal["infiniband", "roce", "ethernet", "efa"]
     leaf_model: str
     spine_model: str
     radix: int
@@ -66,14 +66,21 @@ class Fabric:
     island_bisection_gbps: float
     bisection_gbps: float
     inter_island_oversubscription: float
+    island_oversubscription: float
+    ports_per_cage: int
     switch_kw: float
 
 
 @dataclass(frozen=True, slots=True)
 class Power:
+    """`basis` says which server figure is used; `not_counted` what the totals leave out."""
+
+    basis: str
     gpu_kw: float
     server_kw: float
     switch_kw: float
+    other_switch_kw: float
+    storage_kw: float
     it_kw: float
     facility_kw: float
     energy_mwh_per_year: float
@@ -81,8 +88,12 @@ class Power:
     racks_by_power: int
     racks_by_space: int
     racks: int
+    server_racks: int
+    switch_racks: int
+    storage_racks: int
     max_server_kw: float
     servers_per_rack: int
+    not_counted: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +121,8 @@ class Compute:
     precision: str
     training_flops: float
     training_days: float | None
+    workload_from_spec: bool
+    unsupported_precision: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)

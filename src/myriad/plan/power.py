@@ -1,7 +1,12 @@
 """Power, energy, cost and racks of the whole cluster.
 
 Server power is the maximum a server can draw: what the facility must be able to deliver,
-not an average, so energy and cost are upper bounds.
+not an average, so energy and cost (that maximum drawn every hour of the year) are upper
+bounds; `Power.basis` says so in the plan. Counted: servers of every pool, the compute
+fabric's switches, and what the spec declares besides: storage systems
+(`storage.systems`) and front-end, storage and management switches (`network.switches`).
+A site's figure without the last two is low by about a tenth (`Power.not_counted` names
+what a spec leaves out).
 """
 
 from __future__ import annotations
@@ -78,8 +83,36 @@ def _racks_for(count: int, per_rack: int) -> int:
     return count if per_rack == 0 else math.ceil(count / per_rack)
 
 
+# Which figure a server counts with (profile power_kw, else the layout's max_power_kw, else
+# the estimate above): its maximum, as if drawn every hour of the year.
+BASIS = "server maximum, drawn all year: an upper bound"
+
+
+def _racks_of(units: int, kw: float, rack_units: int, rack_kw: float) -> int:
+    """Racks for equipment of `units` rack units drawing `kw`: whichever fills first."""
+    if units == 0:
+        return 0
+    return max(math.ceil(units / rack_units), math.ceil(kw / rack_kw - _FLOOR_TOLERANCE))
+
+
+def _switch_racks(spec: Cluster, catalog: Catalog, fabric: Fabric | None) -> tuple[int, float]:
+    """Rack units and kW of every switch: the compute fabric and those declared."""
+    units, kw = 0, 0.0
+    if fabric is not None:
+        leaf, spine = catalog.switches[fabric.leaf_model], catalog.switches[fabric.spine_model]
+        units += fabric.leaves * leaf.rack_units
+        units += (fabric.spines + fabric.core_switches) * spine.rack_units
+        kw += fabric.switch_kw
+    for group in spec.network.switches:
+        model = catalog.switches[group.model]
+        units += group.count * model.rack_units
+        kw += group.count * model.power_w / WATTS_PER_KW
+    return units, kw
+
+
 def plan_power(spec: Cluster, catalog: Catalog, fabric: Fabric | None) -> Power:
-    """Racks are counted per profile (servers of one shape share racks) and summed."""
+    """Racks are counted per profile (servers of one shape share racks) and summed; the
+    switches fill racks of their own, as do storage systems."""
     facility = spec.facility
     counts = Counter[str]()
     for pool in spec.pools:
@@ -101,19 +134,43 @@ def plan_power(spec: Cluster, catalog: Catalog, fabric: Fabric | None) -> Power:
         racks += _racks_for(count, min(power_fit, space_fit))
         per_rack.append(min(power_fit, space_fit))
     switches = fabric.switch_kw if fabric is not None else 0.0
-    it = servers + switches
+    other_switches = sum(
+        g.count * catalog.switches[g.model].power_w / WATTS_PER_KW for g in spec.network.switches
+    )
+    switch_units, all_switch_kw = _switch_racks(spec, catalog, fabric)
+    switch_racks = _racks_of(switch_units, all_switch_kw, facility.rack_units, facility.rack_kw)
+    storage_kw = sum(s.count * s.power_kw for s in spec.storage.systems)
+    storage_racks = sum(
+        _racks_of(
+            s.count * s.rack_units, s.count * s.power_kw, facility.rack_units, facility.rack_kw
+        )
+        for s in spec.storage.systems
+    )
+    it = servers + switches + other_switches + storage_kw
     facility_kw = it * facility.pue
+    not_counted = []
+    if not spec.storage.systems:
+        not_counted.append("storage systems (storage.systems)")
+    if not spec.network.switches:
+        not_counted.append("front-end and storage switches (network.switches)")
     return Power(
+        basis=BASIS,
         gpu_kw=gpus,
         server_kw=servers,
         switch_kw=switches,
+        other_switch_kw=other_switches,
+        storage_kw=storage_kw,
         it_kw=it,
         facility_kw=facility_kw,
         energy_mwh_per_year=facility_kw * HOURS_PER_YEAR / KWH_PER_MWH,
         cost_usd_per_year=facility_kw * HOURS_PER_YEAR * facility.usd_per_kwh,
         racks_by_power=by_power,
         racks_by_space=by_space,
-        racks=racks,
+        racks=racks + switch_racks + storage_racks,
+        server_racks=racks,
+        switch_racks=switch_racks,
+        storage_racks=storage_racks,
         max_server_kw=max(kw_each, default=0.0),
         servers_per_rack=min(per_rack, default=0),
+        not_counted=tuple(not_counted),
     )

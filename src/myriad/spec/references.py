@@ -96,6 +96,11 @@ def _references(data: Mapping[str, Any], shipped: Catalog, source: SourceMap) ->
         model = topology.get(field)
         if isinstance(model, str) and model not in switches:
             yield _unknown(source, ("network", "topology", field), "switch", model, switches)
+    for index, raw in enumerate(_sequence(_mapping(data.get("network")).get("switches"))):
+        model = _mapping(raw).get("model")
+        if isinstance(model, str) and model not in switches:
+            path: Path = ("network", "switches", index, "model")
+            yield _unknown(source, path, "switch", model, switches)
 
     yield from _pool_names(pools, source)
     yield from _node_total(pools, source)

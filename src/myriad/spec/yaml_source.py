@@ -73,6 +73,7 @@ _INF = re.compile(r"^[-+]?(\.inf|\.Inf|\.INF)$")
 _NAN = re.compile(r"^(\.nan|\.NaN|\.NAN)$")
 _NUMBER = re.compile(r"^[-+]?[0-9]+(\.[0-9]*)?$")
 _YAML11_BOOLEANS = {"yes", "no", "on", "off"}
+_WORDS = {"null", "Null", "NULL", "true", "True", "TRUE", "false", "False", "FALSE"}
 # Characters YAML does not allow in a stream (YAML 1.2, 5.1 c-printable), plus the
 # surrogates a broken decoder leaves behind.
 _UNPRINTABLE = re.compile("[^\t\n\r\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -115,7 +116,9 @@ class Document:
 
 
 def _mark(event: Event) -> Mark:
-    return Mark(event.start_mark.line + 1, event.start_mark.column + 1)
+    start = event.start_mark
+    # Every event the parser emits carries its marks; the stubs allow None.
+    return Mark(start.line + 1, start.column + 1) if start is not None else Mark(1, 1)
 
 
 def resolve_plain(text: str) -> Any:
@@ -124,6 +127,8 @@ def resolve_plain(text: str) -> Any:
     An integer too long for any field resolves to infinity, so that it is refused with the
     other numbers no field can hold instead of exhausting int().
     """
+    if text[:1].isalpha() and text not in _WORDS:
+        return text  # the usual case, a name: no number or null starts with a letter
     if _NULL.match(text):
         return None
     if _BOOL.match(text):
@@ -323,7 +328,7 @@ class _Builder:
         return True
 
     def _alias(self, event: AliasEvent, path: Path, discard: bool) -> Any:
-        anchor = self.anchors.get(event.anchor, False)
+        anchor = self.anchors.get(event.anchor or "", False)
         if discard:
             return None
         if anchor is False:
@@ -444,6 +449,8 @@ class _Builder:
             and not previous.style
             and _NUMBER.match(previous.value)
             and _NUMBER.match(text)
+            and previous.end_mark is not None
+            and event.start_mark is not None
             and self.text[previous.end_mark.index : event.start_mark.index].strip() == ","
         ):
             # `{pue: 1,4}`: the comma ended the value, so '4' became a key of its own.
@@ -546,7 +553,9 @@ def _runaway_quote(seen: list[Event], exc: yaml.MarkedYAMLError, file: str) -> P
     if not (isinstance(last, ScalarEvent) and last.style in ("'", '"')):
         return None
     start, end = last.start_mark, last.end_mark
-    if end.line == start.line or exc.problem_mark is None or exc.problem_mark.line < end.line:
+    if start is None or end is None or exc.problem_mark is None:
+        return None
+    if end.line == start.line or exc.problem_mark.line < end.line:
         return None
     return Problem(
         file,
