@@ -26,7 +26,8 @@ def spec_for(gpus: int) -> str:
     text = text.replace("count: 12500", f"count: {nodes}")
     text = text.replace("management: 10.0.0.0/16", "management: 10.0.0.0/12")
     text = text.replace("storage: 10.32.0.0/16", "storage: 10.32.0.0/12")
-    text = text.replace("compute: 10.128.0.0/14", "compute: 10.128.0.0/9")
+    # /10 (10.128-10.191) holds 1M compute NICs and stays clear of the pod network 10.244/14.
+    text = text.replace("compute: 10.128.0.0/14", "compute: 10.128.0.0/10")
     text = text.replace("power_limit_mw: 200", "power_limit_mw: 5000")
     return text.replace("name: h100-100k", f"name: h100-{gpus // 1000}k")
 
