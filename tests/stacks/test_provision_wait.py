@@ -1,10 +1,11 @@
 """Fifty emulated servers provisioned at once, and the wait that follows them, killed and resumed.
 
 Exercised, for real: the BareMetalNode provider's `create` for 50 nodes at once (threads, as
-Pulumi's provider host would call it) against one sushy-tools emulator serving 50 fake
-systems; the PXE server's folder rendered by `stacks.pxe` and its HTTP callback server
-(`myriad.provision.pxe_server`); `myriad provision wait` run as a subprocess, killed with
-SIGKILL mid-way, and run again.
+Pulumi's provider host would call it) against sushy-tools emulators serving 50 fake systems
+(five BMC endpoints of ten systems each: the fake driver keeps its state in SQLite, which
+one process cannot share among fifty busy clients); the PXE server's folder rendered by
+`stacks.pxe` and its HTTP callback server (`myriad.provision.pxe_server`); `myriad provision
+wait` run as a subprocess, killed with SIGKILL mid-way, and run again.
 
 Stood in for: each server's firmware and installer. A `Fleet` thread watches the emulator;
 a system that powers on while its node is flagged "installs" for a second, reports done to
@@ -38,7 +39,12 @@ import yaml
 from myriad.plan.nodes import iter_nodes
 from myriad.provision.pxe_server import make_server
 from myriad.provision.pxe_state import PxeState
-from myriad.provision.redfish import RedfishClient, RedfishNodeProvider, ssh_banner_marker
+from myriad.provision.redfish import (
+    RedfishClient,
+    RedfishError,
+    RedfishNodeProvider,
+    ssh_banner_marker,
+)
 from myriad.provision.wait import WaitNode, WaitSettings, wait_for_installs
 from myriad.spec import load_spec
 from myriad.spec.models import Cluster
@@ -53,7 +59,10 @@ PARALLEL = 20
 OS = "ubuntu-22.04"
 
 
-def fifty_node_spec(path: Path, bmc_url: str) -> Cluster:
+BMCS = 5
+
+
+def fifty_node_spec(path: Path, bmc_urls: list[str]) -> Cluster:
     """starter-64 grown to 50 nodes on a loopback management network, one host entry each."""
     data = yaml.safe_load((REPO / "inventories/starter-64/cluster.yaml").read_text())
     for pool in data["pools"]:
@@ -67,7 +76,7 @@ def fifty_node_spec(path: Path, bmc_url: str) -> Cluster:
         {
             "name": name,
             "mac": f"02:00:00:00:01:{index:02x}",
-            "bmc_address": bmc_url,
+            "bmc_address": bmc_urls[(index - 1) * len(bmc_urls) // NODES],
             "redfish_system": name,
             "address": f"127.0.1.{index}",
         }
@@ -112,12 +121,11 @@ class Fleet:
             listener.close()
 
     def _run(self) -> None:
-        emulator = self.lab.emulator
-        client = RedfishClient(
-            emulator.url,
-            _credentials(emulator),
-            timeout_s=10,
-        )
+        credentials = _credentials(self.lab.emulator)
+        clients = {
+            url: RedfishClient(url, credentials, timeout_s=10)
+            for url in {h.bmc_address for h in self.hosts.values()}
+        }
         installing: dict[str, float] = {}
         while not self._stop.wait(0.2):
             for name, host in self.hosts.items():
@@ -128,8 +136,11 @@ class Fleet:
                         self._finish(name, host.address)
                         del installing[name]
                     continue
-                on = client.system(f"/redfish/v1/Systems/{name}").power_state == "On"
-                if on and self.lab.pxe.flagged(host.mac):
+                try:
+                    system = clients[host.bmc_address].system(f"/redfish/v1/Systems/{name}")
+                except RedfishError:
+                    continue  # a busy emulator; look again next round, as firmware would
+                if system.power_state == "On" and self.lab.pxe.flagged(host.mac):
                     installing[name] = time.monotonic() + 1.0  # the install takes a second
 
     def _finish(self, name: str, address: str) -> None:
@@ -168,11 +179,19 @@ def _credentials(emulator: Emulator) -> Any:
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     workdir = tmp_path_factory.mktemp("fleet")
-    probe = fifty_node_spec(workdir / "probe.yaml", "http://127.0.0.1:1")
-    systems = {h.name: str(uuid.uuid5(uuid.NAMESPACE_DNS, h.name)) for h in probe.provider.hosts}
-    with run_emulator(workdir, systems) as emulator:
+    probe = fifty_node_spec(workdir / "probe.yaml", [f"http://127.0.0.1:{i}" for i in range(BMCS)])
+    groups: dict[str, dict[str, str]] = {}
+    for host in probe.provider.hosts:
+        uid = str(uuid.uuid5(uuid.NAMESPACE_DNS, host.name))
+        groups.setdefault(host.bmc_address, {})[host.name] = uid
+    with contextlib.ExitStack() as stack:
+        emulators = []
+        for index, systems in enumerate(groups.values()):
+            (workdir / f"bmc{index}").mkdir()
+            emulators.append(stack.enter_context(run_emulator(workdir / f"bmc{index}", systems)))
+        emulator = emulators[0]
         spec_path = workdir / "cluster.yaml"
-        spec = fifty_node_spec(spec_path, emulator.url)
+        spec = fifty_node_spec(spec_path, [e.url for e in emulators])
         root = workdir / "pxe"
         server = make_server_after_render(spec, root)
         thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -250,7 +269,9 @@ def test_fifty_nodes_install_at_once_and_the_wait_resumes_after_a_kill(lab: Lab)
         # Every create returned without waiting for an install; the limit held.
         assert states.count("installing") == PARALLEL
         assert states.count("queued") == NODES - PARALLEL
-        assert took < 30, f"50 creates took {took:.1f}s"
+        # Seconds, not the length of an install: a generous bound, as CI machines are shared.
+        assert took < 120, f"50 creates took {took:.1f}s"
+        assert not [r for r in lab.pxe.records() if r.state == "up"]
 
         # The wait, killed once it has seen some nodes up...
         first = subprocess.Popen(
@@ -259,7 +280,7 @@ def test_fifty_nodes_install_at_once_and_the_wait_resumes_after_a_kill(lab: Lab)
         )  # fmt: skip
         seen: list[str] = []
         assert first.stdout is not None
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 180
         killed_at_up = 0
         for line in first.stdout:
             seen.append(line.rstrip())
@@ -272,9 +293,6 @@ def test_fifty_nodes_install_at_once_and_the_wait_resumes_after_a_kill(lab: Lab)
         first.wait(timeout=10)
         assert first.returncode == -signal.SIGKILL, "\n".join(seen[-20:])
         assert 10 <= killed_at_up < NODES, "\n".join(seen)
-        # Progress was shown as it went: a growing count of nodes up, line by line.
-        counts = [int(m.group(1)) for m in map(UP.search, seen) if m]
-        assert counts == sorted(counts) and len(set(counts)) >= 2, "\n".join(seen)
 
         before = {r.name: r for r in lab.pxe.records()}
         up_before = {n for n, r in before.items() if r.state == "up"}
@@ -282,10 +300,14 @@ def test_fifty_nodes_install_at_once_and_the_wait_resumes_after_a_kill(lab: Lab)
 
         # ...and run again: it carries on from the records, not from the start.
         second = subprocess.run(
-            wait_command(lab), capture_output=True, text=True, timeout=120, env=wait_env(lab)
+            wait_command(lab), capture_output=True, text=True, timeout=300, env=wait_env(lab)
         )
         lines = second.stdout.splitlines()
         assert second.returncode == 0, second.stdout + second.stderr
+        # Progress was shown as it went: a growing count of nodes up, line by line, across
+        # both runs (the second starts at least where the first was killed).
+        counts = [int(m.group(1)) for m in map(UP.search, seen + lines) if m]
+        assert counts == sorted(counts) and len(set(counts)) >= 2, "\n".join(seen + lines)
         first_progress = next(line for line in lines if UP.search(line))
         assert int(UP.search(first_progress).group(1)) >= len(up_before)  # type: ignore[union-attr]
         reported_now = {line.split()[0] for line in lines if line.endswith(" up")}
@@ -350,7 +372,7 @@ def test_the_command_says_what_is_missing(
     from myriad.provision.wait import pxe_root_for, stack_pxe_root
 
     spec_path = tmp_path / "cluster.yaml"
-    fifty_node_spec(spec_path, "https://10.255.0.1")
+    fifty_node_spec(spec_path, ["https://10.255.0.1"])
     empty = tmp_path / "pxe"
     assert main(["provision", "wait", str(spec_path), "--pxe-root", str(empty)]) == 2
     assert "no install records for starter-64's hosts" in capsys.readouterr().err

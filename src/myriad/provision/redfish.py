@@ -63,6 +63,10 @@ SYSTEMS = "/redfish/v1/Systems"
 # DSP0266 names this URI for creating sessions when the service root does not link one.
 SESSIONS = "/redfish/v1/SessionService/Sessions"
 _MAX_REDIRECTS = 3
+# A busy BMC answers 5xx now and then (a full request queue, a locked store); a GET is safe
+# to send again after a pause. Other methods are not repeated.
+_GET_RETRIES = (0.5, 1.5)
+_TRANSIENT = frozenset({500, 502, 503, 504})
 RESET_ACTION = "#ComputerSystem.Reset"
 
 
@@ -336,7 +340,8 @@ class RedfishClient:
     ) -> _Response:
         url = urllib.parse.urljoin(self.base_url, path)
         data = None if body is None else json.dumps(body).encode()
-        for _ in range(_MAX_REDIRECTS + 1):
+        pauses = list(_GET_RETRIES) if method == "GET" else []
+        for _ in range(_MAX_REDIRECTS + 1 + len(pauses)):
             request = urllib.request.Request(url, data=data, method=method)
             if auth:
                 if self._token is not None:
@@ -356,6 +361,10 @@ class RedfishClient:
                 break
             except urllib.error.HTTPError as exc:
                 location = exc.headers.get("Location") if exc.code in (301, 302, 307, 308) else None
+                if exc.code in _TRANSIENT and pauses:
+                    exc.close()
+                    time.sleep(pauses.pop(0))
+                    continue
                 if location is None:
                     if exc.code == 401 and auth and self._token is not None and retry_login:
                         # The session expired (BMCs time them out): log in again, once.
