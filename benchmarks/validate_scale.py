@@ -47,6 +47,8 @@ from myriad.validate.facts import (
 )
 from myriad.validate.gather_node import DEFAULT_UNITS
 from myriad.validate.parsers import (
+    Bond,
+    BondSlave,
     Gpu,
     IbDevice,
     IbPort,
@@ -117,6 +119,29 @@ def _nvlink(report: NvidiaSmiReport, links: int, drift: bool) -> NvlinkStatus:
     )
 
 
+def _bond(expected: dict[str, Any]) -> Bond:
+    """The storage bond as /proc/net/bonding shows it on a healthy node."""
+    members = tuple(
+        BondSlave(name, "up", expected["speed_mbps"], "full", 0, None, 1)
+        for name in expected["slaves"]
+    )
+    return Bond(
+        None,
+        expected["mode"],
+        "IEEE 802.3ad Dynamic link aggregation",
+        "layer3+4",
+        "up",
+        100,
+        0,
+        0,
+        "fast",
+        1,
+        None,
+        None,
+        members,
+    )
+
+
 def node_facts_for(node: NodeExpectations, drift: bool) -> NodeFacts:
     """What a healthy (or, with `drift`, slightly broken) H100 node of the example reports."""
     e = _expected(node)
@@ -167,13 +192,16 @@ def node_facts_for(node: NodeExpectations, drift: bool) -> NodeFacts:
         )
         for netdev in netdevs
     }
+    bond = e.get("bond.mode")
     interfaces = {
         netdev: Interface(
             i + 2, netdev, 9000, "UP", ("UP", "LOWER_UP"), None, None, None, "ether", None
         )
-        for i, netdev in enumerate(netdevs)
+        for i, netdev in enumerate([*netdevs, *([bond["name"]] if bond else [])])
     }
-    gpus = _gpus(name, e["gpu.count"], "570.133.20", drift) if "gpu.count" in e else None
+    driver = e.get("gpu.driver") or {"branch": "580", "version": None}
+    version = driver["version"] or f"{driver['branch']}.95.05"
+    gpus = _gpus(name, e["gpu.count"], version, drift) if "gpu.count" in e else None
     hosts = e["hosts.file"]
     units = {unit: "active" for unit in DEFAULT_UNITS}
     return NodeFacts(
@@ -190,7 +218,7 @@ def node_facts_for(node: NodeExpectations, drift: bool) -> NodeFacts:
             }
         ),
         qos=qos,
-        bonds=MISSING,
+        bonds=ok({bond["name"]: _bond(bond)}) if bond else MISSING,
         links=ok(interfaces),
         docker=MISSING,
         docker_daemon=MISSING,

@@ -22,7 +22,7 @@ import pytest
 
 from myriad.validate import gather_node
 from myriad.validate.facts import decode, node_facts
-from myriad.validate.gather import collect, document_of
+from myriad.validate.gather import collect, document_of, gather_script
 
 SCRIPT = Path(gather_node.__file__)
 SH = shutil.which("sh") or "/bin/sh"
@@ -307,3 +307,13 @@ def test_collect_sorts_hosts_into_facts_unreachable_failed_and_silent(
 def test_events_of_other_tasks_carry_no_document() -> None:
     assert document_of({"event": "runner_on_ok", "event_data": {"host": "a", "res": {}}}) is None
     assert document_of({"event": "runner_on_start", "event_data": {"host": "a"}}) is None
+
+
+def test_the_play_gets_the_gatherer_from_the_package_never_from_a_checkout() -> None:
+    # The gatherer is a module of the package (every wheel has it); the play is told its
+    # path and refuses to run without it, rather than looking into src/.
+    with gather_script() as path:
+        assert path.read_bytes() == SCRIPT.read_bytes()
+    play = (SCRIPT.parents[3] / "playbooks" / "facts.yml").read_text(encoding="utf-8")
+    assert "src/" not in play
+    assert "myriad_gather_script | mandatory(" in play
