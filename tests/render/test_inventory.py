@@ -13,6 +13,7 @@ from myriad.plan.machines import StackNode
 from myriad.plan.pipeline import plan_loaded
 from myriad.render import writer
 from myriad.render.inventory import Inventory, build_inventory
+from myriad.spec import load_spec_text
 
 from spec_builder import load_example
 
@@ -93,8 +94,18 @@ def test_slurm_topology_is_a_strict_tree_of_units_islands_and_core() -> None:
 
 
 def test_subnet_managers_only_where_the_spec_names_them() -> None:
+    # starter-64 leaves the subnet manager to its switches: no node runs OpenSM.
     hosts = inventory_of("starter-64").host_vars
-    assert [h for h, v in hosts.items() if v.get("infiniband_opensm_enabled")] == ["gpu01", "gpu02"]
+    assert not [h for h, v in hosts.items() if v.get("infiniband_opensm_enabled")]
+    text = (ROOT / "inventories" / "starter-64" / "cluster.yaml").read_text()
+    text = text.replace(
+        "subnet_manager: switch", "subnet_manager: opensm\n    sm_nodes: [gpu01, gpu05]"
+    )
+    result = plan_loaded(load_spec_text(text))
+    assert result.plan is not None
+    opensm = build_inventory(result.loaded.spec, result.loaded.catalog, result.plan).host_vars
+    enabled = [h for h, v in opensm.items() if v.get("infiniband_opensm_enabled")]
+    assert enabled == ["gpu01", "gpu05"]
 
 
 def test_addresses_from_the_stack_win(tmp_path: Path) -> None:

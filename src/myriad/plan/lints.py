@@ -12,12 +12,14 @@ import math
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import date
 from typing import Literal
 
 from myriad.errors import Path, format_path
 from myriad.plan.bandwidth import pcie_slot_gbs
 from myriad.plan.fabric import fabric_limits
 from myriad.plan.model import Plan
+from myriad.plan.nodes import iter_nodes
 from myriad.spec.catalog_models import NicModel
 from myriad.spec.loader import LoadedSpec
 from myriad.spec.models import NicGroup, Profile
@@ -483,9 +485,11 @@ def software_fit(loaded: LoadedSpec, plan: Plan) -> Iterator[Finding]:
             id="driver-missing",
             severity="error",
             message=f"the cluster has {plan.gpus} GPUs but no nvidia_driver branch",
-            suggestion='set software.nvidia_driver, for example "550"',
+            suggestion='set software.nvidia_driver, for example "580"',
             path=("software",),
         )
+    yield from _driver_branch(loaded)
+    yield from _slurm_fit(loaded)
     if spec.network.fabric == "infiniband":
         ib = spec.network.ib
         if ib.subnet_manager == "opensm" and len(ib.sm_nodes) < 2:
@@ -499,6 +503,7 @@ def software_fit(loaded: LoadedSpec, plan: Plan) -> Iterator[Finding]:
                 path=("network", "infiniband"),
                 numbers={"sm_nodes": len(ib.sm_nodes)},
             )
+        yield from _subnet_manager_domains(loaded)
     if (
         spec.software.orchestrator == "kubernetes"
         and spec.software.container_runtime != "containerd"
@@ -534,6 +539,138 @@ def software_fit(loaded: LoadedSpec, plan: Plan) -> Iterator[Finding]:
                 suggestion="make the profile's gpu match the server layout, or drop server",
                 path=("profiles", name, "gpu"),
             )
+
+
+def _driver_branch(loaded: LoadedSpec, today: date | None = None) -> Iterator[Finding]:
+    """A branch past its end of life gets no security or bug fixes (catalog driver_branches)."""
+    driver = loaded.spec.software.nvidia_driver
+    if driver is None:
+        return
+    branch = driver.split(".")[0]
+    month = (today or date.today()).strftime("%Y-%m")
+    supported = {
+        name: entry
+        for name, entry in loaded.catalog.driver_branches.items()
+        if entry.end_of_life >= month
+    }
+    entry = loaded.catalog.driver_branches.get(branch)
+    if branch in supported:
+        return
+    newest = max(loaded.catalog.driver_branches, key=int, default=None)
+    if entry is None and newest is not None and int(branch) > int(newest):
+        # Newer than the catalog's table: not known to be ended.
+        return
+    ended = f"ended in {entry.end_of_life}" if entry else "is not on NVIDIA's supported list"
+    choices = ", ".join(
+        f"{name} ({item.designation}, until {item.end_of_life})"
+        for name, item in sorted(supported.items(), key=lambda kv: int(kv[0]))
+    )
+    yield Finding(
+        id="driver-end-of-life",
+        severity="warning",
+        message=f"NVIDIA driver branch {branch} {ended}: no more security or bug fixes",
+        suggestion=f"pick a supported branch: {choices} (catalog driver_branches)",
+        path=("software", "nvidia_driver"),
+        numbers={"branch": branch},
+    )
+
+
+def _slurm_fit(loaded: LoadedSpec) -> Iterator[Finding]:
+    spec = loaded.spec
+    if spec.software.orchestrator != "slurm":
+        return
+    slurm = spec.software.slurm
+    controllers = sum(pool.count for pool in spec.pools_with_role("controller"))
+    # Slurm's backups take over from the saved state (slurm.conf, StateSaveLocation): a local
+    # directory per controller makes a failover that forgets every job.
+    if controllers > 1 and slurm.state_save_location is None:
+        yield Finding(
+            id="slurm-state-not-shared",
+            severity="error",
+            message=f"{controllers} Slurm controllers but no shared StateSaveLocation: a backup "
+            "would take over without the jobs and node state the primary saved",
+            suggestion="set software.slurm.state_save_location to a directory on the shared "
+            f"storage (for example {spec.storage.mount}/slurm/state), or keep one controller",
+            path=("software", "slurm"),
+            numbers={"controllers": controllers},
+        )
+    location = slurm.state_save_location
+    if location is not None and controllers > 1:
+        mount = spec.storage.mount.rstrip("/")
+        if spec.storage.kind == "none" or not location.startswith(mount + "/"):
+            yield Finding(
+                id="slurm-state-not-shared",
+                severity="error",
+                message=f"state_save_location {location} is not on the cluster's shared storage "
+                f"({'none' if spec.storage.kind == 'none' else spec.storage.mount}), which "
+                "every controller mounts",
+                suggestion=f"put it under storage.mount ({spec.storage.mount}/slurm/state)",
+                path=("software", "slurm", "state_save_location"),
+            )
+    if slurm.containers is None and any(
+        spec.profiles[pool.profile].gpu is not None for pool in spec.pools_with_role("compute")
+    ):
+        yield Finding(
+            id="slurm-no-containers",
+            severity="warning",
+            message="Enroot and Pyxis stay off: jobs cannot use `srun --container-image`, "
+            "because Myriad installs them only with release checksums someone vouched for",
+            suggestion="add software.slurm.containers with enroot_checksums and pyxis_checksum "
+            "from NVIDIA's release pages (see roles/container_runtime/README.md)",
+            path=("software", "slurm"),
+        )
+
+
+def _subnet_manager_domains(loaded: LoadedSpec) -> Iterator[Finding]:
+    """Master and standby OpenSM on one island (one leaf group, one power domain) fail together."""
+    spec = loaded.spec
+    ib = spec.network.ib
+    if ib.subnet_manager != "opensm" or len(ib.sm_nodes) < 2:
+        return
+    islands = {node.name: node.island for node in iter_nodes(spec) if node.name in ib.sm_nodes}
+    compute = {name for name, island in islands.items() if island is not None}
+    if len(compute) == len(ib.sm_nodes) and len({islands[n] for n in compute}) == 1:
+        yield Finding(
+            id="subnet-manager-domain",
+            severity="warning",
+            message=f"every OpenSM node ({', '.join(ib.sm_nodes)}) is a compute node of one "
+            "island: a job or an island outage takes master and standby down together",
+            suggestion="run OpenSM on nodes of different islands or racks (controllers with an "
+            "HCA), or let the switches or UFM run the subnet manager (subnet_manager: switch|ufm)",
+            path=("network", "infiniband", "sm_nodes"),
+        )
+
+
+def figures_the_spec_cannot_have(loaded: LoadedSpec, plan: Plan) -> Iterator[Finding]:
+    """Settings the plan cannot honour: a precision the GPUs lack, a ratio with no island
+    boundary to apply to."""
+    compute = plan.compute
+    if compute.unsupported_precision:
+        models = ", ".join(compute.unsupported_precision)
+        yield Finding(
+            id="workload-precision",
+            severity="warning",
+            message=f"fp8 training on {models}, which has no FP8 tensor cores: the plan has "
+            "no training time for it",
+            suggestion="set workload.precision: bf16, or plan GPUs with FP8 (H100, H200)",
+            path=("workload", "precision"),
+            numbers={"precision": compute.precision},
+        )
+    topology = loaded.spec.network.topology
+    fabric = plan.fabric
+    ratio = topology.inter_island_oversubscription
+    if fabric is not None and len(fabric.islands) == 1 and ratio > 1:
+        yield Finding(
+            id="oversubscription-unused",
+            severity="warning",
+            message=f"inter_island_oversubscription {ratio:g}:1 has no effect: all "
+            f"{fabric.islands[0].nodes:,} compute nodes are one island, with nothing "
+            "between islands to oversubscribe",
+            suggestion="set island_nodes to split the fabric into islands, or "
+            "island_oversubscription to oversubscribe the leaves inside the island",
+            path=("network", "topology", "inter_island_oversubscription"),
+            numbers={"ratio": ratio, "islands": 1},
+        )
 
 
 LINTS: tuple[Lint, ...] = (

@@ -186,13 +186,43 @@ def _storage_vars(spec: Cluster) -> dict[str, Any]:
 
 def _container_vars(spec: Cluster, plan: Plan) -> dict[str, Any]:
     # Enroot and Pyxis install from NVIDIA's GitHub releases only with checksums the operator
-    # vouches for, so they stay off until the inventory adds container_runtime_enroot_* /
-    # container_runtime_pyxis_* (see roles/container_runtime/README.md).
-    return {
+    # vouches for (software.slurm.containers); without them they stay off and `myriad plan`
+    # says so (lint slurm-no-containers).
+    containers = spec.software.slurm.containers
+    enabled = spec.software.orchestrator == "slurm" and containers is not None
+    variables: dict[str, Any] = {
         "container_runtime_engine": spec.software.container_runtime,
-        "container_runtime_enroot_enabled": False,
-        "container_runtime_pyxis_enabled": False,
+        "container_runtime_enroot_enabled": enabled,
+        "container_runtime_pyxis_enabled": enabled,
     }
+    if enabled and containers is not None:
+        variables.update(
+            {
+                "container_runtime_enroot_version": containers.enroot_version,
+                "container_runtime_enroot_checksums": dict(containers.enroot_checksums),
+                "container_runtime_pyxis_version": containers.pyxis_version,
+                "container_runtime_pyxis_checksum": containers.pyxis_checksum,
+            }
+        )
+    return variables
+
+
+def gpu_device_groups(sockets: int, cores_per_socket: int, gpus: int) -> list[dict[str, str]]:
+    """gres.conf lines for a node's GPUs: each socket's share with the cores of that socket.
+
+    GPUs are numbered in PCI bus order (/dev/nvidia0 first), which on HGX-style boards fills
+    one socket's PCIe switches before the next, so GPU i sits on socket i * sockets // gpus.
+    Cores= uses Slurm's core numbering, socket by socket (gres.conf, Cores).
+    """
+    groups = []
+    for socket in range(sockets):
+        first, last = socket * gpus // sockets, (socket + 1) * gpus // sockets - 1
+        if last < first:
+            continue
+        files = f"/dev/nvidia{first}" if first == last else f"/dev/nvidia[{first}-{last}]"
+        cores = f"{socket * cores_per_socket}-{(socket + 1) * cores_per_socket - 1}"
+        groups.append({"file": files, "cores": cores})
+    return groups
 
 
 def _slurm_vars(
@@ -212,11 +242,16 @@ def _slurm_vars(
             "real_memory": int(profile.memory_gib * 1024 * SLURM_MEMORY_SHARE),
         }
         if profile.gpu is not None:
+            # Explicit device files with their cores, on every OS: Ubuntu 22.04 packages no
+            # NVML plugin, and AutoDetect would also leave Cores= to a library on the node.
             entry["gres"] = [
                 {
                     "name": "gpu",
                     "type": gpu_gres_type(profile.gpu.model),
                     "count": profile.gpu.count,
+                    "devices": gpu_device_groups(
+                        profile.cpu.sockets, profile.cpu.cores_per_socket, profile.gpu.count
+                    ),
                 }
             ]
         node_sets.append(entry)
@@ -227,7 +262,10 @@ def _slurm_vars(
         "slurm_nodes": node_sets,
         "slurm_partitions": partitions,
         "slurm_accounting_enabled": spec.software.slurm.accounting,
+        "slurm_gres_autodetect": "off",
     }
+    if spec.software.slurm.state_save_location is not None:
+        variables["slurm_state_save_location"] = spec.software.slurm.state_save_location
     if spec.software.slurm.accounting and controllers:
         variables["slurm_dbd_host"] = controllers[0].name
     return variables
@@ -266,6 +304,10 @@ def pool_vars(spec: Cluster, catalog: Catalog, pool: Pool) -> dict[str, Any]:
         if profile.pcie.switches:
             # GPU and NIC share a PCIe switch: GPUDirect RDMA without crossing the CPU.
             variables["nccl_net_gdr_level"] = "PXB"
+    if compute and fabric != "ethernet" and spec.provider.kind == "baremetal":
+        # The compute HCAs' firmware: VPI cards carry the port protocol (LINK_TYPE).
+        variables["rdma_mlxconfig_devices"] = [p.device for p in compute]
+        variables["rdma_mlxconfig_link_type"] = "IB" if fabric == "infiniband" else "ETH"
     if compute and fabric == "roce":
         variables["roce_nics"] = [{"netdev": p.interface, "device": p.device} for p in compute]
     storage = ports(profile, catalog, "storage", fabric)
@@ -291,7 +333,12 @@ def host_role_vars(
     variables: dict[str, Any] = {}
     if storage_address is not None and spec.profiles[node.profile].nics.storage is not None:
         variables["storage_net_address"] = storage_address
-    if spec.network.fabric == "infiniband" and node.name in spec.network.ib.sm_nodes:
+    ib = spec.network.ib
+    if (
+        spec.network.fabric == "infiniband"
+        and ib.subnet_manager == "opensm"
+        and node.name in ib.sm_nodes
+    ):
         variables["infiniband_opensm_enabled"] = True
     if spec.software.orchestrator == "kubernetes":
         variables["kubernetes_node_ip"] = address

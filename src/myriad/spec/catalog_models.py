@@ -84,6 +84,15 @@ class ServerLayout(_Entry):
     rack_units: PositiveInt
 
 
+class DriverBranch(_Entry):
+    """One NVIDIA data center driver branch and its support window."""
+
+    designation: Literal["long-term-support", "production", "new-feature"]
+    end_of_life: str = Field(
+        pattern=r"^\d{4}-(0[1-9]|1[0-2])$", description="Last month NVIDIA supports it, YYYY-MM"
+    )
+
+
 class Catalog(BaseModel):
     """The whole catalog; the shipped file and a spec's `catalog:` section share this shape."""
 
@@ -93,6 +102,10 @@ class Catalog(BaseModel):
     nics: dict[str, NicModel] = Field(default_factory=dict)
     switches: dict[str, SwitchModel] = Field(default_factory=dict)
     servers: dict[str, ServerLayout] = Field(default_factory=dict)
+    driver_branches: dict[str, DriverBranch] = Field(
+        default_factory=dict,
+        description="NVIDIA driver branches still supported, by major version; others have ended",
+    )
 
     def merged_with(self, other: Catalog) -> Catalog:
         """Entries of `other` add to or replace entries of this catalog, name by name."""
@@ -101,4 +114,5 @@ class Catalog(BaseModel):
             nics={**self.nics, **other.nics},
             switches={**self.switches, **other.switches},
             servers={**self.servers, **other.servers},
+            driver_branches={**self.driver_branches, **other.driver_branches},
         )

@@ -326,13 +326,26 @@ class RoceQos(_Model):
 
 
 class Infiniband(_Model):
-    subnet_manager: Literal["opensm", "ufm"] = "opensm"
+    subnet_manager: Literal["opensm", "ufm", "switch"] = Field(
+        default="opensm",
+        description="opensm: OpenSM on sm_nodes (one port each); ufm: NVIDIA UFM; switch: the "
+        "managed switches' embedded subnet manager. With ufm or switch no node runs OpenSM",
+    )
     sm_nodes: tuple[str, ...] = Field(default=(), description="Host names that run OpenSM")
     sm_priority: int = Field(default=14, ge=0, le=15)
     routing_engine: Literal["ftree", "updn", "minhop", "dfsssp", "ar_updn"] = "ftree"
     partition_keys: tuple[Annotated[str, Field(pattern=r"^0x[0-9a-fA-F]{1,4}$")], ...] = ("0x7fff",)
     service_level: int = Field(default=0, ge=0, le=15)
     ipoib: bool = False
+
+    @model_validator(mode="after")
+    def _sm_nodes_only_with_opensm(self) -> Infiniband:
+        if self.sm_nodes and self.subnet_manager != "opensm":
+            raise ValueError(
+                f"sm_nodes run OpenSM, but subnet_manager is {self.subnet_manager}: drop sm_nodes, "
+                "or set subnet_manager: opensm"
+            )
+        return self
 
 
 class Addressing(_Model):
@@ -402,8 +415,33 @@ class Storage(_Model):
         return self
 
 
+Sha256 = Annotated[str, Field(pattern=r"^sha256:[0-9a-f]{64}$")]
+
+
+class SlurmContainers(_Model):
+    """Enroot and Pyxis from NVIDIA's GitHub releases, installed only with checksums vouched for."""
+
+    enroot_version: Version = "3.5.0"
+    enroot_checksums: dict[str, Sha256] = Field(
+        min_length=1,
+        description="sha256 of each Enroot package file by name, e.g. enroot_3.5.0-1_amd64.deb",
+    )
+    pyxis_version: Version = "0.20.0"
+    pyxis_checksum: Sha256 = Field(description="sha256 of the Pyxis source tarball of the version")
+
+
 class Slurm(_Model):
     accounting: bool = False
+    state_save_location: str | None = Field(
+        default=None,
+        pattern=r"^/\S*$",
+        description="slurmctld's StateSaveLocation on storage every controller mounts; "
+        "needed with more than one controller (default: a local directory)",
+    )
+    containers: SlurmContainers | None = Field(
+        default=None,
+        description="Enroot and Pyxis for `srun --container-image`; off without their checksums",
+    )
 
 
 class Kubernetes(_Model):

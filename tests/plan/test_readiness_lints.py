@@ -1,0 +1,103 @@
+"""Lints for what would stop or weaken a real cluster's node roles (issue 19).
+
+Each is read against the example specs with one line changed, so the example stays the
+reference and the test shows the exact spec text an operator would have written.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from pathlib import Path
+
+from myriad.plan.lints import Finding, _driver_branch
+from myriad.plan.pipeline import plan_loaded
+from myriad.spec import LoadedSpec, load_spec_text
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def example(name: str, old: str = "", new: str = "") -> LoadedSpec:
+    text = (ROOT / "inventories" / name / "cluster.yaml").read_text()
+    if old:
+        assert text.count(old) == 1, old
+        text = text.replace(old, new)
+    return load_spec_text(text, file=f"{name}.yaml")
+
+
+def findings(loaded: LoadedSpec, lint_id: str) -> list[Finding]:
+    return [f for f in plan_loaded(loaded).findings if f.id == lint_id]
+
+
+def test_examples_name_a_supported_driver_and_share_slurm_state() -> None:
+    for name in ("starter-64", "roce-10k", "h100-100k", "aws-dev"):
+        loaded = example(name)
+        assert findings(loaded, "driver-end-of-life") == [], name
+        assert findings(loaded, "slurm-state-not-shared") == [], name
+
+
+def test_an_ended_driver_branch_is_flagged_where_the_spec_names_it() -> None:
+    loaded = example("starter-64", 'nvidia_driver: "580"', 'nvidia_driver: "550"')
+    [finding] = findings(loaded, "driver-end-of-life")
+    assert finding.severity == "warning"
+    assert "550 is not on NVIDIA's supported list" in finding.message
+    assert "580 (long-term-support, until 2028-06)" in finding.suggestion
+    # starter-64.yaml line 54 is `nvidia_driver:` under software.
+    assert finding.location(loaded) == "starter-64.yaml:54:3"
+
+
+def test_a_listed_branch_ends_on_its_date() -> None:
+    loaded = example("roce-10k", 'nvidia_driver: "580"', 'nvidia_driver: "535"')
+    # R535 is listed until 2026-06 (NVIDIA's r615 table): fine in May 2026, ended in July.
+    assert list(_driver_branch(loaded, today=date(2026, 5, 1))) == []
+    [finding] = _driver_branch(loaded, today=date(2026, 7, 1))
+    assert "535 ended in 2026-06" in finding.message
+    # A branch newer than the catalog's table is not known to have ended.
+    newer = example("roce-10k", 'nvidia_driver: "580"', 'nvidia_driver: "700"')
+    assert list(_driver_branch(newer, today=date(2026, 7, 1))) == []
+
+
+def test_several_controllers_need_shared_state() -> None:
+    loaded = example("roce-10k", "    state_save_location: /ckpt/slurm/state\n", "")
+    [finding] = findings(loaded, "slurm-state-not-shared")
+    assert finding.severity == "error"
+    assert "3 Slurm controllers" in finding.message
+    assert "/ckpt/slurm/state" in finding.suggestion
+    local = example(
+        "roce-10k", "state_save_location: /ckpt/slurm/state", "state_save_location: /var/lib/slurm"
+    )
+    [finding] = findings(local, "slurm-state-not-shared")
+    assert finding.path == ("software", "slurm", "state_save_location")
+    assert "not on the cluster's shared storage" in finding.message
+
+
+def test_one_controller_keeps_its_state_locally() -> None:
+    loaded = example("aws-dev")
+    assert findings(loaded, "slurm-state-not-shared") == []
+
+
+def test_opensm_on_compute_nodes_of_one_island_is_flagged() -> None:
+    loaded = example(
+        "starter-64",
+        "subnet_manager: switch",
+        "subnet_manager: opensm\n    sm_nodes: [gpu01, gpu02]",
+    )
+    [finding] = findings(loaded, "subnet-manager-domain")
+    assert "gpu01, gpu02" in finding.message
+    assert "subnet_manager: switch|ufm" in finding.suggestion
+    # The switch-managed example has no OpenSM node to flag.
+    assert findings(example("starter-64"), "subnet-manager-domain") == []
+
+
+def test_slurm_without_containers_says_so() -> None:
+    [finding] = findings(example("starter-64"), "slurm-no-containers")
+    assert finding.severity == "warning"
+    assert "software.slurm.containers" in finding.suggestion
+    checksum = "sha256:" + "0" * 64
+    with_containers = example(
+        "starter-64",
+        "    state_save_location: /data/slurm/state\n",
+        "    state_save_location: /data/slurm/state\n"
+        f"    containers: {{enroot_checksums: {{enroot_3.5.0-1_amd64.deb: '{checksum}'}}, "
+        f"pyxis_checksum: '{checksum}'}}\n",
+    )
+    assert findings(with_containers, "slurm-no-containers") == []

@@ -1,0 +1,479 @@
+"""Preflight matrix: every example spec x every OS, rendered and checked by the roles.
+
+For each `inventories/*/cluster.yaml` and each value of `software.os` (Ubuntu 22.04, Ubuntu 24.04,
+Debian 12) the spec is rendered with `myriad render`; then `playbooks/site.yml` runs with
+`--tags preflight --check` against the rendered inventory, on this machine, with a minimal fact set
+of that OS injected as the play's facts module (nothing reads this machine's facts).
+That runs every role's argument-spec validation (tagged `always` by Ansible) and every assertion
+the roles tag `preflight` (the inputs the argument spec cannot express, with the OS's role
+variables loaded), in the site playbook's own play order and layer groups.
+
+Either `myriad render` refuses the combination with a located message (file:line, exit 2), or
+every preflight passes. This is what would have caught the Slurm role refusing both rendered
+examples (AutoDetect=nvml on Ubuntu 22.04, three controllers).
+
+Hosts are grouped by what their variables can change (groups, and the boolean host variables
+such as `infiniband_opensm_enabled`; addresses and names only differ), and one host per group
+runs: 12,519 rendered hosts of h100-100k become a handful.
+
+What this does not exercise: anything that reads the host (package lists, /sys, Secure Boot,
+IOMMU, kernel modules). The roles' Molecule scenarios and each role README's real-hardware list
+cover those.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+SITE = ROOT / "playbooks" / "site.yml"
+SPECS = sorted((ROOT / "inventories").glob("*/cluster.yaml"))
+
+# The minimal facts the roles read, per `software.os`. Kernel releases are each release's
+# general-availability kernel (jammy 5.15, noble 6.8, bookworm 6.1).
+OS_FACTS: dict[str, dict[str, Any]] = {
+    "ubuntu-22.04": {
+        "distribution": "Ubuntu",
+        "distribution_version": "22.04",
+        "distribution_major_version": "22",
+        "distribution_release": "jammy",
+        "kernel": "5.15.0-125-generic",
+    },
+    "ubuntu-24.04": {
+        "distribution": "Ubuntu",
+        "distribution_version": "24.04",
+        "distribution_major_version": "24",
+        "distribution_release": "noble",
+        "kernel": "6.8.0-49-generic",
+    },
+    "debian-12": {
+        "distribution": "Debian",
+        "distribution_version": "12.8",
+        "distribution_major_version": "12",
+        "distribution_release": "bookworm",
+        "kernel": "6.1.0-27-amd64",
+    },
+}
+COMMON_FACTS = {"os_family": "Debian", "system": "Linux", "architecture": "x86_64"}
+
+# Groups that only say where a node is, not what it runs.
+_PLACEMENT_GROUP = re.compile(r"^island_\d+$")
+# A located refusal: "<file>:<line>[:<col>]: ..." on stderr.
+_LOCATED = re.compile(r"cluster[^\s:]*\.yaml:\d+")
+
+
+def _bin(tool: str) -> str:
+    return str(Path(sys.executable).parent / tool)
+
+
+def _spec_for_os(spec: Path, os_name: str, out: Path) -> Path:
+    """The example spec with `software.os` replaced, written next to the inventory."""
+    text = spec.read_text()
+    data = yaml.safe_load(text)
+    if data["software"]["os"] == os_name:
+        target = out / "cluster.yaml"
+        target.write_text(text)
+        return target
+    # Replace the one line, so that every other line keeps its number for located messages.
+    replaced, count = re.subn(
+        r"^(\s*os:\s*)\S+(.*)$", rf"\g<1>{os_name}\g<2>", text, count=1, flags=re.M
+    )
+    assert count == 1, f"{spec}: no `os:` line under software"
+    target = out / "cluster.yaml"
+    target.write_text(replaced)
+    return target
+
+
+def _inventory_hosts(inventory: Path) -> dict[str, set[str]]:
+    """Host -> the groups it is in (hosts.yml is flat: all -> children -> hosts)."""
+    # libyaml: the hosts file of h100-100k is 12,519 hosts long.
+    tree = yaml.load((inventory / "hosts.yml").read_text(), Loader=yaml.CSafeLoader)
+    groups: dict[str, set[str]] = {}
+
+    def walk(name: str, node: dict[str, Any] | None) -> None:
+        node = node or {}
+        for host in node.get("hosts") or {}:
+            groups.setdefault(host, set()).add(name)
+        for child, sub in (node.get("children") or {}).items():
+            walk(child, sub)
+
+    walk("all", tree["all"])
+    return groups
+
+
+def representatives(inventory: Path) -> list[str]:
+    """One host per set of hosts whose variables differ only in names and addresses."""
+    return _representatives(_inventory_hosts(inventory), inventory)
+
+
+def _representatives(memberships: dict[str, set[str]], inventory: Path) -> list[str]:
+    chosen: dict[str, str] = {}
+    for host, groups in sorted(memberships.items()):
+        host_vars_file = inventory / "host_vars" / f"{host}.json"
+        host_vars = json.loads(host_vars_file.read_text()) if host_vars_file.exists() else {}
+        # Booleans switch behaviour (an SM node); other values are per-host data of one shape.
+        shape = {
+            key: (value if isinstance(value, bool) else type(value).__name__)
+            for key, value in host_vars.items()
+        }
+        signature = json.dumps(
+            [sorted(g for g in groups if not _PLACEMENT_GROUP.match(g)), shape], sort_keys=True
+        )
+        chosen.setdefault(signature, host)
+    return sorted(chosen.values())
+
+
+def reduced_inventory(
+    inventory: Path, hosts: list[str], out: Path, memberships: dict[str, set[str]] | None = None
+) -> Path:
+    """The rendered inventory with only `hosts` in it: same group_vars, same groups.
+
+    Ansible reads every host's variables when it loads an inventory; 12,519 host_vars files
+    cost a minute, and the preflight reads the cluster's shape from group_vars anyway.
+    """
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "group_vars").symlink_to(inventory / "group_vars")
+    (out / "host_vars").mkdir()
+    for host in hosts:
+        source = inventory / "host_vars" / f"{host}.json"
+        if source.exists():
+            (out / "host_vars" / source.name).write_text(source.read_text())
+    memberships = memberships or _inventory_hosts(inventory)
+    children: dict[str, dict[str, Any]] = {}
+    for host in hosts:
+        for group in sorted(memberships[host] - {"all"}):
+            children.setdefault(group, {"hosts": {}})["hosts"][host] = None
+    (out / "hosts.yml").write_text(yaml.safe_dump({"all": {"children": children}}))
+    return out
+
+
+def _write_facts_module(library: Path, os_name: str) -> None:
+    """A facts module that answers with the OS's fact set instead of reading this machine.
+
+    Ansible's `FACTS_MODULES` setting names the modules the play's fact gathering runs; the
+    site playbook's `gather_facts` then gets these facts, exactly as from `setup` on a node.
+    """
+    library.mkdir(parents=True, exist_ok=True)
+    facts = {
+        f"ansible_{key}": value for key, value in {**COMMON_FACTS, **OS_FACTS[os_name]}.items()
+    }
+    (library / "myriad_injected_facts.py").write_text(
+        "#!/usr/bin/python\n"
+        "from ansible.module_utils.basic import AnsibleModule\n"
+        "module = AnsibleModule(argument_spec={}, supports_check_mode=True, bypass_checks=True)\n"
+        f"facts = {facts!r}\n"
+        "facts['ansible_hostname'] = facts['ansible_nodename'] = module.params.get('_host', '')\n"
+        "module.exit_json(changed=False, ansible_facts=facts)\n"
+    )
+
+
+def run_preflight(
+    inventory: Path, hosts: list[str], os_name: str, work: Path, *extra: str
+) -> dict[str, Any]:
+    """site.yml --tags preflight --check on `hosts`; returns the json callback's report."""
+    library = work / "library"
+    _write_facts_module(library, os_name)
+    env = {
+        **os.environ,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        "ANSIBLE_ROLES_PATH": str(ROOT / "roles"),
+        "ANSIBLE_LIBRARY": str(library),
+        "ANSIBLE_FACTS_MODULES": "myriad_injected_facts",
+        "ANSIBLE_STDOUT_CALLBACK": "json",
+        "ANSIBLE_LOCAL_TEMP": str(work / "tmp"),
+        "ANSIBLE_RETRY_FILES_ENABLED": "false",
+        "ANSIBLE_HOST_KEY_CHECKING": "false",
+    }
+    result = subprocess.run(
+        [
+            _bin("ansible-playbook"),
+            "-i",
+            str(inventory / "hosts.yml"),
+            str(SITE),
+            "--tags",
+            "preflight",
+            "--check",
+            "--connection",
+            "local",
+            "--limit",
+            ",".join(hosts),
+            # Nothing runs on a host; no task may need sudo on this machine.
+            "-e",
+            "ansible_become=false",
+            "-e",
+            f"ansible_python_interpreter={sys.executable}",
+            *extra,
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    try:
+        report: dict[str, Any] = json.loads(result.stdout)
+    except json.JSONDecodeError:
+        pytest.fail(
+            "ansible-playbook gave no JSON report:\n"
+            f"{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+        )
+    report["rc"] = result.returncode
+    report["stderr"] = result.stderr
+    return report
+
+
+def failures(report: dict[str, Any]) -> list[str]:
+    found = []
+    for play in report.get("plays", []):
+        for task in play.get("tasks", []):
+            for host, outcome in task.get("hosts", {}).items():
+                if outcome.get("failed") or outcome.get("unreachable"):
+                    found.append(
+                        f"{play['play']['name']} / {task['task']['name']} on {host}: "
+                        f"{outcome.get('msg')}"
+                    )
+    return found
+
+
+def tasks_run(report: dict[str, Any], host: str) -> list[str]:
+    """Names of the tasks that ran (not skipped) on host, in order, as 'role : task'."""
+    names = []
+    for play in report.get("plays", []):
+        for task in play.get("tasks", []):
+            outcome = task.get("hosts", {}).get(host)
+            if outcome is not None and not outcome.get("skipped"):
+                names.append(task["task"]["name"])
+    return names
+
+
+def render(spec: Path, out: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [_bin("myriad"), "render", str(spec), "--out", str(out / "inventory")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+def _matrix() -> Iterator[Any]:
+    for spec in SPECS:
+        for os_name in OS_FACTS:
+            yield pytest.param(spec, os_name, id=f"{spec.parent.name}-{os_name}")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("spec", "os_name"), list(_matrix()))
+def test_every_role_accepts_the_rendered_inventory(
+    spec: Path, os_name: str, tmp_path: Path
+) -> None:
+    variant = _spec_for_os(spec, os_name, tmp_path)
+    rendered = render(variant, tmp_path)
+    if rendered.returncode != 0:
+        # A refusal is fine when `myriad plan` says where and what, without a traceback.
+        planned = subprocess.run(
+            [_bin("myriad"), "plan", str(variant)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        said = planned.stdout + planned.stderr
+        assert planned.returncode != 0, said
+        assert _LOCATED.search(said), said
+        assert "Traceback" not in said + rendered.stderr
+        return
+    memberships = _inventory_hosts(tmp_path / "inventory")
+    hosts = _representatives(memberships, tmp_path / "inventory")
+    inventory = reduced_inventory(tmp_path / "inventory", hosts, tmp_path / "reduced", memberships)
+    report = run_preflight(inventory, hosts, os_name, tmp_path)
+    assert not failures(report), "\n".join(failures(report))
+    assert report["rc"] == 0, report["stderr"][-3000:]
+    # Every representative walked at least the baseline role's argument and input checks, so
+    # a tag or group mistake cannot make this test pass by running nothing.
+    for host in hosts:
+        ran = tasks_run(report, host)
+        assert any("common : Validating arguments against arg spec" in t for t in ran), (host, ran)
+        assert any("common : Check the inputs" in t for t in ran), (host, ran)
+    slurm = yaml.safe_load(variant.read_text())["software"].get("orchestrator", "slurm") == "slurm"
+    if slurm:
+        checked = [
+            h
+            for h in hosts
+            if any("slurm : Check that the cluster description" in t for t in tasks_run(report, h))
+        ]
+        assert checked, "no host ran the Slurm preflight"
+
+
+def test_representatives_cover_every_kind_of_host(tmp_path: Path) -> None:
+    spec = ROOT / "inventories" / "roce-10k" / "cluster.yaml"
+    assert render(spec, tmp_path).returncode == 0
+    hosts = representatives(tmp_path / "inventory")
+    groups = _inventory_hosts(tmp_path / "inventory")
+    # 1,257 hosts: controllers, logins and GPU nodes, each kind once.
+    assert {r for h in hosts for r in groups[h]} >= {"controller", "login", "compute"}
+    assert len(hosts) == 3, hosts
+
+
+def test_the_slurm_preflight_refuses_what_a_node_cannot_do(tmp_path: Path) -> None:
+    """The matrix fails where the role would: NVML autodetect on Ubuntu 22.04 (no plugin)."""
+    spec = ROOT / "inventories" / "starter-64" / "cluster.yaml"
+    assert render(spec, tmp_path).returncode == 0
+    inventory = tmp_path / "inventory"
+    gpu_host = next(h for h, g in sorted(_inventory_hosts(inventory).items()) if "compute" in g)
+    report = run_preflight(
+        inventory, [gpu_host], "ubuntu-22.04", tmp_path, "-e", "slurm_gres_autodetect=nvml"
+    )
+    assert any("packages no Slurm NVML plugin" in f for f in failures(report)), failures(report)
+    assert report["rc"] != 0
+
+
+# --- Role order and the driver role's module logic ------------------------------------------
+
+
+def test_the_rdma_stack_comes_before_the_gpu_driver() -> None:
+    """nvidia-peermem builds against and loads on ib_core: the RDMA play must run first."""
+    plays = yaml.safe_load(SITE.read_text())
+    order = [role["role"] for play in plays for role in play.get("roles", [])]
+    assert order.index("rdma") < order.index("nvidia_driver"), order
+    # and on the same nodes: every GPU node with HCAs is in the RDMA play's group.
+    rdma_play = next(p for p in plays if any(r["role"] == "rdma" for r in p.get("roles", [])))
+    assert rdma_play["hosts"] == "myriad_layer_rdma"
+
+
+def run_play(tasks: list[dict[str, Any]], os_name: str, work: Path, *extra: str) -> dict[str, Any]:
+    """One play on localhost with the OS's injected facts; the json callback's report."""
+    library = work / "library"
+    _write_facts_module(library, os_name)
+    playbook = work / "play.yml"
+    playbook.write_text(
+        yaml.safe_dump(
+            [{"name": "Probe", "hosts": "localhost", "gather_facts": True, "tasks": tasks}]
+        )
+    )
+    env = {
+        **os.environ,
+        "ANSIBLE_ROLES_PATH": str(ROOT / "roles"),
+        "ANSIBLE_LIBRARY": str(library),
+        "ANSIBLE_FACTS_MODULES": "myriad_injected_facts",
+        "ANSIBLE_STDOUT_CALLBACK": "json",
+        "ANSIBLE_LOCAL_TEMP": str(work / "tmp"),
+    }
+    result = subprocess.run(
+        [
+            _bin("ansible-playbook"),
+            "-i",
+            "localhost,",
+            "--connection",
+            "local",
+            str(playbook),
+            "-e",
+            f"ansible_python_interpreter={sys.executable}",
+            *extra,
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    report: dict[str, Any] = json.loads(result.stdout)
+    report["rc"] = result.returncode
+    return report
+
+
+def _gdr_method(os_name: str, work: Path, **variables: Any) -> str:
+    tasks = [
+        {
+            "name": "Load the role's variables",
+            "ansible.builtin.include_vars": {
+                "dir": str(ROOT / "roles" / "nvidia_driver" / "defaults")
+            },
+        },
+        {
+            "name": "Load the role's internal variables",
+            "ansible.builtin.include_vars": {
+                "file": str(ROOT / "roles" / "nvidia_driver" / "vars" / "main.yml")
+            },
+        },
+        {"name": "Report", "ansible.builtin.debug": {"msg": "{{ __nvidia_driver_gdr_method }}"}},
+    ]
+    extra = [arg for key, value in variables.items() for arg in ("-e", json.dumps({key: value}))]
+    report = run_play(tasks, os_name, work, *extra)
+    assert report["rc"] == 0, failures(report)
+    last = report["plays"][0]["tasks"][-1]["hosts"]["localhost"]
+    return str(last["msg"])
+
+
+@pytest.mark.parametrize("os_name", list(OS_FACTS))
+def test_gpudirect_prefers_dmabuf_with_open_modules(os_name: str, tmp_path: Path) -> None:
+    # Every supported OS's kernel is 5.12 or later: DMA-BUF with the open modules.
+    assert _gdr_method(os_name, tmp_path, nvidia_driver_gpudirect_rdma=True) == "dmabuf"
+
+
+def test_gpudirect_falls_back_to_peermem(tmp_path: Path) -> None:
+    proprietary = _gdr_method(
+        "ubuntu-22.04",
+        tmp_path,
+        nvidia_driver_gpudirect_rdma=True,
+        nvidia_driver_kernel_module_type="proprietary",
+    )
+    assert proprietary == "peermem"
+    assert _gdr_method("ubuntu-22.04", tmp_path, nvidia_driver_gpudirect_rdma=False) == "none"
+
+
+@pytest.mark.parametrize(
+    ("efivar", "enrolled", "refused"),
+    [
+        (b"\x06\x00\x00\x00\x01", False, True),
+        (b"\x06\x00\x00\x00\x01", True, False),
+        (b"\x06\x00\x00\x00\x00", False, False),
+        (None, False, False),
+    ],
+)
+def test_secure_boot_refuses_unsigned_modules(
+    efivar: bytes | None, enrolled: bool, refused: bool, tmp_path: Path
+) -> None:
+    """The role's Secure Boot task against a fake UEFI SecureBoot variable (attributes, value)."""
+    variable = tmp_path / "SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c"
+    if efivar is not None:
+        variable.write_bytes(efivar)
+    tasks = [
+        {
+            "name": "Run the role's Secure Boot check",
+            "ansible.builtin.include_role": {
+                "name": "nvidia_driver",
+                "tasks_from": "secure_boot.yml",
+            },
+        }
+    ]
+    report = run_play(
+        tasks,
+        "ubuntu-22.04",
+        tmp_path,
+        "-e",
+        json.dumps(
+            {
+                "__nvidia_driver_secure_boot_efivar": str(variable),
+                "__nvidia_driver_dkms_mok": "/var/lib/shim-signed/mok/MOK.der",
+                "nvidia_driver_secure_boot_mok_enrolled": enrolled,
+            }
+        ),
+    )
+    found = failures(report)
+    if refused:
+        assert report["rc"] != 0
+        assert any("Secure Boot is on" in f and "mokutil --import" in f for f in found), found
+    else:
+        assert report["rc"] == 0, found
