@@ -192,6 +192,31 @@ def test_changing_the_os_without_a_token_is_refused(
         RedfishNodeProvider().update("id", olds, newer)
 
 
+def test_only_a_new_token_reimages(redfish_emulator: Emulator, pxe: PxeState) -> None:
+    power_off(redfish_emulator, "gpu02")
+    provider = RedfishNodeProvider()
+    tokened = {
+        **props(redfish_emulator, "gpu02", pxe.root, reimage_token="island:r2/t1"),
+        "power_state": "Off",
+        "install_state": "up",
+        "install_id": "ubuntu-22.04:island:r2/t1",
+    }
+    # Cleaning up myriad:replace (the node's token, or its island's) reimages nothing.
+    for cleaned in (None, "t1", "island:r2"):
+        news = {**tokened, "reimage_token": cleaned}
+        assert provider.check(tokened, {**news, "os": "ubuntu-24.04"}).failures  # no new token
+        updated = provider.update("id", tokened, news)
+        assert (updated.outs or {})["install_id"] == "ubuntu-22.04:island:r2/t1"
+        assert pxe.record("gpu02") is None and not pxe.flagged(MACS["gpu02"])
+    # A token part it did not carry before does.
+    redone = provider.update("id", tokened, {**tokened, "reimage_token": "island:r3/t1"})
+    assert (redone.outs or {})["install_state"] == "installing"
+    assert pxe.flagged(MACS["gpu02"])
+    client = bmc(redfish_emulator)
+    client.wait_for_power(client.system_path("gpu02"), "On", timeout_s=15, poll_s=0.1)
+    power_off(redfish_emulator, "gpu02")
+
+
 def test_installs_beyond_the_limit_wait_queued(redfish_emulator: Emulator, pxe: PxeState) -> None:
     for name in ("gpu01", "gpu02"):
         power_off(redfish_emulator, name)

@@ -684,6 +684,20 @@ def install_id(props: Mapping[str, Any]) -> str:
     return f"{props.get('os')}:{props.get('reimage_token') or 'initial'}"
 
 
+def _token_parts(props: Mapping[str, Any]) -> set[str]:
+    token = props.get("reimage_token")
+    return {part for part in token.split("/") if part} if isinstance(token, str) else set()
+
+
+def new_reimage_token(olds: Mapping[str, Any], news: Mapping[str, Any]) -> bool:
+    """Whether `news` carries a token `olds` did not: the one thing that reimages a node.
+
+    A token (the node's own, or its island's) that is removed, or a part of one that is
+    dropped, reimages nothing: cleaning up `myriad:replace` must not wipe the nodes it named.
+    """
+    return bool(_token_parts(news) - _token_parts(olds))
+
+
 def _check_props(olds: Mapping[str, Any], props: Mapping[str, Any]) -> list[CheckFailure]:
     failures: list[CheckFailure] = []
 
@@ -715,11 +729,7 @@ def _check_props(olds: Mapping[str, Any], props: Mapping[str, Any]) -> list[Chec
         need(key, positive, f"{key} must be a positive number of seconds")
     need("verify_tls", lambda v: isinstance(v, bool), "verify_tls must be true or false")
     need("reimage_token", lambda v: v is None or isinstance(v, str), "reimage_token: a string")
-    if (
-        olds
-        and olds.get("os") != props.get("os")
-        and (olds.get("reimage_token") == props.get("reimage_token"))
-    ):
+    if olds and olds.get("os") != props.get("os") and not new_reimage_token(olds, props):
         name = props.get("name")
         failures.append(
             CheckFailure(
@@ -823,7 +833,7 @@ class RedfishNodeProvider(ResourceProvider):
 
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
         target = target_from_props(news)
-        if (olds.get("reimage_token") or None) != (news.get("reimage_token") or None):
+        if new_reimage_token(olds, news):
             ident = install_id(news)
             state, install_state = start_install(
                 target,
