@@ -70,7 +70,8 @@ def test_rail_order_hcas_roce_nics_and_storage_bond_for_the_a800_cluster() -> No
     assert pool["nccl_net_gdr_level"] == "PXB"
     everything = inventory.group_vars["all"]
     assert (everything["roce_dscp"], everything["roce_priority"]) == (26, 3)
-    assert everything["nccl_roce_gid_index"] == 3
+    # No GID index: NCCL 2.21+ picks the RoCEv2 GID of the rail address itself.
+    assert "nccl_roce_gid_index" not in everything
     assert everything["nccl_conf_overrides"] == {"NCCL_IB_QPS_PER_CONNECTION": "4"}
     assert len(inventory.host_vars) == 1257
     last = inventory.host_vars["gpu1250"]

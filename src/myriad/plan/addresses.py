@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Iterator, Sequence
+from typing import cast
 
 from myriad.errors import AddressError
 
@@ -49,3 +50,31 @@ class _AddressRange(Sequence[str]):
 
     def with_prefix(self, index: int) -> str:
         return f"{self[index]}/{self.prefixlen}"
+
+
+def rail_networks(cidr: str, rails: int) -> list[str]:
+    """`cidr` cut into equal subnets, one per rail in rail order (the next power of two).
+
+    Each rail's subnet is then directly connected on exactly one interface of a node, so a
+    reply never leaves by another rail, and the rail's leaf switches route between islands.
+    """
+    network = ipaddress.ip_network(cidr)
+    extra = max(rails - 1, 0).bit_length()
+    if network.prefixlen + extra > 30:
+        raise AddressError(
+            f"the compute network {cidr} cannot be cut into {rails} rail subnets: "
+            f"use a network of /{30 - extra} or larger"
+        )
+    return [str(subnet) for _, subnet in zip(range(rails), network.subnets(extra), strict=False)]
+
+
+def rail_addresses(cidr: str, rails: int, count: int) -> list[_AddressRange]:
+    """Per rail, the addresses of `count` compute nodes in that rail's subnet (rail_networks);
+    `with_prefix(i)` is node i's address on that rail as an interface takes it."""
+    return [
+        cast(
+            _AddressRange,
+            host_addresses(subnet, count, what=f"rail {rail} (part of compute {cidr})"),
+        )
+        for rail, subnet in enumerate(rail_networks(cidr, rails))
+    ]

@@ -2,9 +2,11 @@
 
 Names come from the spec (`devices`, `interfaces` of a NIC group) where the operator gave
 them. Otherwise RDMA devices follow mlx5's enumeration (compute NICs first, in rail order,
-then storage), IPoIB interfaces are ib0, ib1, ... and Ethernet ports get the predictable
-names `rail0`... / `stor0`... that a systemd .link file per port assigns (by MAC or PCI path)
-on real hosts: naming ports by purpose keeps configs identical across vendors' slot orders.
+then storage), IPoIB interfaces are ib0, ib1, ... and Ethernet ports get the names `rail0`...
+/ `stor0`... by purpose, which keeps configs identical across vendors' slot orders. Nothing
+in the kernel gives those names: `ports_to_name` lists the ports the `netnames` role must
+name on a server (it finds each by its RDMA device and writes a systemd.link file matching
+the port's PCI path, see roles/netnames/README.md).
 """
 
 from __future__ import annotations
@@ -55,3 +57,20 @@ def ports(profile: Profile, catalog: Catalog, purpose: Purpose, fabric: str) -> 
         )
         for i in range(count)
     ]
+
+
+def ports_to_name(profile: Profile, catalog: Catalog, fabric: str) -> list[Port]:
+    """The Ethernet ports whose names Myriad made up, on NICs with an RDMA device to find them by.
+
+    IPoIB interfaces keep the kernel's names; names the spec gives (`interfaces`) are the
+    operator's and already exist; a NIC without RDMA has no device to find its port by.
+    """
+    named: list[Port] = []
+    for purpose in ("compute", "storage", "management"):
+        group: NicGroup | None = getattr(profile.nics, purpose)
+        if group is None or group.interfaces or not catalog.nics[group.model].rdma:
+            continue
+        named.extend(
+            p for p in ports(profile, catalog, purpose, fabric) if not p.interface.startswith("ib")
+        )
+    return named

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from myriad.plan.addresses import host_addresses
+from myriad.plan.addresses import host_addresses, rail_addresses
 from myriad.plan.fabric import leaf_placement
 from myriad.plan.machines import StackNode
 from myriad.plan.model import Plan
@@ -70,6 +70,7 @@ def build_inventory(
 
     pool_vars_by_name = {pool.name: pool_vars(spec, catalog, pool) for pool in spec.pools}
     pool_hcas = {name: values.get("nccl_hcas", []) for name, values in pool_vars_by_name.items()}
+    rails = _rail_addresses(spec, nodes, pool_vars_by_name)
     groups: dict[str, list[str]] = {name: [] for name in ROLE_GROUPS}
     for pool in spec.pools:
         groups[f"pool_{pool.name}"] = []
@@ -89,6 +90,13 @@ def build_inventory(
         if node.island is not None:
             variables["myriad_island"] = node.island
             variables["myriad_leaves"] = _leaves(plan, compute_position, spec, node, catalog)
+            nics = pool_vars_by_name[node.pool].get("roce_nics", [])
+            if rails and nics:
+                # The rail's IPv4 address gives its RDMA device a RoCEv2 GID.
+                variables["roce_nics"] = [
+                    {**nic, "address": rails[rail].with_prefix(compute_position)}
+                    for rail, nic in enumerate(nics)
+                ]
             compute_position += 1
             if spec.software.orchestrator == "kubernetes":
                 variables["kubernetes_node_hcas"] = [
@@ -132,6 +140,17 @@ def _management_addresses(
         node.name: machines[node.name].address if node.name in machines else planned[i]
         for i, node in enumerate(nodes)
     }
+
+
+def _rail_addresses(
+    spec: Cluster, nodes: Sequence[NodeRecord], pool_vars: Mapping[str, Mapping[str, Any]]
+) -> list[Any]:
+    """One address range per RoCE rail (network.addressing.compute cut per rail), or none."""
+    cidr = spec.network.addressing.compute
+    rails = max((len(v.get("roce_nics", [])) for v in pool_vars.values()), default=0)
+    if cidr is None or rails == 0:
+        return []
+    return rail_addresses(cidr, rails, sum(1 for n in nodes if n.island is not None))
 
 
 def _optional_addresses(cidr: str | None, count: int, what: str) -> Any:

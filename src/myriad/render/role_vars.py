@@ -14,7 +14,7 @@ from typing import Any
 from myriad.plan.fabric import leaf_placement
 from myriad.plan.model import Plan
 from myriad.plan.nodes import NodeRecord
-from myriad.plan.ports import ports
+from myriad.plan.ports import ports, ports_to_name
 from myriad.spec.catalog_models import Catalog
 from myriad.spec.models import Cluster, Pool
 
@@ -154,7 +154,9 @@ def _nccl_vars(spec: Cluster, plan: Plan) -> dict[str, Any]:
         "nccl_conf_overrides": dict(spec.software.nccl),
     }
     if fabric == "roce":
-        variables["nccl_roce_gid_index"] = spec.network.roce_qos.gid_index
+        # Unset, NCCL (2.21+) picks the RoCEv2 GID of the rail's IPv4 address itself.
+        if spec.network.roce_qos.gid_index is not None:
+            variables["nccl_roce_gid_index"] = spec.network.roce_qos.gid_index
         variables["nccl_roce_dscp"] = spec.network.roce_qos.dscp
     if fabric == "infiniband":
         variables["nccl_ib_sl"] = spec.network.ib.service_level
@@ -321,6 +323,11 @@ def pool_vars(spec: Cluster, catalog: Catalog, pool: Pool) -> dict[str, Any]:
             variables["kubernetes_node_gpu_product"] = profile.gpu.model
     return variables
 
+    if spec.provider.kind == "baremetal":
+        # Servers: nothing but the netnames role gives the ports the names made up above.
+        named = ports_to_name(profile, catalog, fabric)
+        if named:
+            variables["netnames_ports"] = [{"name": p.interface, "device": p.device} for p in named]
 
 def host_role_vars(
     spec: Cluster,
@@ -330,7 +337,8 @@ def host_role_vars(
     address: str,
     storage_address: str | None,
 ) -> dict[str, Any]:
-    variables: dict[str, Any] = {}
+    # NCCL bootstraps over the interface that holds this address (the management network).
+    variables: dict[str, Any] = {"nccl_socket_address": address} if node.role == "compute" else {}
     if storage_address is not None and spec.profiles[node.profile].nics.storage is not None:
         variables["storage_net_address"] = storage_address
     ib = spec.network.ib

@@ -313,7 +313,12 @@ class RoceQos(_Model):
     cnp_priority: int = Field(default=6, ge=0, le=7)
     ecn: bool = True
     mtu: int = Field(default=9000, ge=1500, le=9216)
-    gid_index: int = Field(default=3, ge=0, le=255)
+    gid_index: int | None = Field(
+        default=None,
+        ge=0,
+        le=255,
+        description="NCCL_IB_GID_INDEX; unset: NCCL 2.21+ picks the RoCEv2 GID of the rail address",
+    )
 
     @model_validator(mode="after")
     def _cnp_apart_from_data(self) -> RoceQos:

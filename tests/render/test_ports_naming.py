@@ -1,0 +1,91 @@
+"""Ports and rail addresses in the rendered inventory: what the netnames, roce and nccl roles
+get, so that every name they use is one something creates and every rail has an address."""
+
+from __future__ import annotations
+
+from myriad.plan.pipeline import plan_loaded
+from myriad.plan.ports import ports_to_name
+from myriad.render.inventory import Inventory, build_inventory
+
+from spec_builder import cluster, gpu_profile, load_example
+
+
+def inventory_of(name: str) -> Inventory:
+    result = plan_loaded(load_example(name))
+    assert result.plan is not None
+    return build_inventory(result.loaded.spec, result.loaded.catalog, result.plan)
+
+
+def test_every_made_up_port_name_is_one_the_netnames_role_creates() -> None:
+    inventory = inventory_of("roce-10k")
+    gpu = inventory.group_vars["pool_gpu"]
+    # Compute ports first (mlx5_0..3), then the two ports of the storage card (mlx5_4, 5).
+    assert gpu["netnames_ports"] == [
+        {"name": "rail0", "device": "mlx5_0"},
+        {"name": "rail1", "device": "mlx5_1"},
+        {"name": "rail2", "device": "mlx5_2"},
+        {"name": "rail3", "device": "mlx5_3"},
+        {"name": "stor0", "device": "mlx5_4"},
+        {"name": "stor1", "device": "mlx5_5"},
+    ]
+    named = {p["name"] for p in gpu["netnames_ports"]}
+    assert {nic["netdev"] for nic in gpu["roce_nics"]} <= named
+    assert set(gpu["storage_net_bond_interfaces"]) <= named
+    assert {h["netdev"] for h in gpu["nccl_hcas"]} <= named
+    # The controllers have only the storage card, its ports are mlx5_0 and mlx5_1 there.
+    assert inventory.group_vars["pool_ctl"]["netnames_ports"] == [
+        {"name": "stor0", "device": "mlx5_0"},
+        {"name": "stor1", "device": "mlx5_1"},
+    ]
+
+
+def test_rails_get_one_address_per_rail_subnet_in_node_order() -> None:
+    inventory = inventory_of("roce-10k")
+    gpus = inventory.groups["pool_gpu"]
+    first, last = inventory.host_vars[gpus[0]], inventory.host_vars[gpus[-1]]
+    # network.addressing.compute 10.64.0.0/18 cut into 4 rails of /20; node i is .10 + i.
+    assert first["roce_nics"] == [
+        {"netdev": "rail0", "device": "mlx5_0", "address": "10.64.0.10/20"},
+        {"netdev": "rail1", "device": "mlx5_1", "address": "10.64.16.10/20"},
+        {"netdev": "rail2", "device": "mlx5_2", "address": "10.64.32.10/20"},
+        {"netdev": "rail3", "device": "mlx5_3", "address": "10.64.48.10/20"},
+    ]
+    # Node 1250 (index 1249): 10 + 1249 = 1259 = 4 * 256 + 235.
+    assert last["roce_nics"][0]["address"] == "10.64.4.235/20"
+    addresses = [nic["address"] for host in gpus for nic in inventory.host_vars[host]["roce_nics"]]
+    assert len(addresses) == len(set(addresses)) == 4 * 1250
+
+
+def test_nccl_names_the_management_interface_and_leaves_the_gid_to_nccl() -> None:
+    inventory = inventory_of("roce-10k")
+    host = inventory.groups["pool_gpu"][0]
+    assert (
+        inventory.host_vars[host]["nccl_socket_address"]
+        == inventory.host_vars[host]["myriad_address"]
+    )
+    assert "nccl_roce_gid_index" not in inventory.group_vars["all"]
+    # Controllers do not run the nccl role.
+    assert "nccl_socket_address" not in inventory.host_vars[inventory.groups["controller"][0]]
+
+
+def test_given_interface_names_and_ipoib_ports_are_not_renamed() -> None:
+    profile = gpu_profile(nic="ConnectX-7", nics=2)
+    loaded = cluster(
+        profile=profile, fabric="roce", topology={"kind": "rail-optimized", "switch": "SN5600"}
+    )
+    shape = loaded.spec.profiles["node"]
+    assert [p.interface for p in ports_to_name(shape, loaded.catalog, "roce")] == ["rail0", "rail1"]
+    # IPoIB interfaces keep the kernel's names (ib0, ib1).
+    assert ports_to_name(shape, loaded.catalog, "infiniband") == []
+    profile["nics"]["compute"]["interfaces"] = ["ens1f0np0", "ens2f0np0"]
+    given = cluster(
+        profile=profile, fabric="roce", topology={"kind": "rail-optimized", "switch": "SN5600"}
+    )
+    assert ports_to_name(given.spec.profiles["node"], given.catalog, "roce") == []
+
+
+def test_only_servers_get_ports_named() -> None:
+    # The local cluster's containers and cloud instances have no NIC ports to name.
+    for example in ("local", "aws-dev"):
+        inventory = inventory_of(example)
+        assert not any("netnames_ports" in values for values in inventory.group_vars.values())
