@@ -313,6 +313,8 @@ def test_fifty_nodes_install_at_once_and_the_wait_resumes_after_a_kill(lab: Lab)
         reported_now = {line.split()[0] for line in lines if line.endswith(" up")}
         assert not reported_now & up_before  # nodes already up were not looked at again
         assert lines[-1] == f"{NODES} of {NODES} nodes up"
+        # What an operator sees (pytest -rP shows it): the killed run, then the resumed one.
+        print("\n".join(["$ myriad provision wait ...", *seen, "(killed)", "$ again", *lines]))
 
     records = lab.pxe.records()
     assert len(records) == NODES and {r.state for r in records} == {"up"}
