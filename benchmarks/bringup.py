@@ -24,6 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+# Unique cluster names and free subnets, shared with the integration tests.
+sys.path.insert(0, str(ROOT / "tests"))
+from run_names import free_subnet, unique_name  # noqa: E402
+
 LOCAL = ROOT / "inventories" / "local" / "cluster.yaml"
 PHASE = re.compile(r"^[✓✗] (?P<name>[a-z -]+?)(?: — .*)? \((?P<seconds>[0-9.]+) s\)$")
 RECAP = re.compile(r"^Recap \((?P<status>\w+), (?P<seconds>[0-9.]+) s\)")
@@ -38,13 +42,15 @@ class Run:
 
 
 def spec_for(nodes: int, folder: Path) -> Path:
-    """The local example with `nodes - 1` compute containers, under its own name and network
-    so that a benchmark never touches the `local` cluster someone may be using."""
+    """The local example with `nodes - 1` compute containers, under a name and network of
+    this run's own, so that a benchmark never touches the `local` cluster someone may be
+    using, nor another benchmark or test run on the same Docker daemon."""
+    name = unique_name(f"bench{nodes}")
     text = LOCAL.read_text()
-    text = text.replace("name: local", f"name: bench{nodes}")
+    text = text.replace("name: local", f"name: {name}")
     text = text.replace("count: 3, role: compute", f"count: {nodes - 1}, role: compute")
-    text = text.replace("172.31.77.0/24", f"172.31.{100 + nodes}.0/24")
-    path = folder / f"bench{nodes}.yaml"
+    text = text.replace("172.31.77.0/24", free_subnet())
+    path = folder / f"{name}.yaml"
     path.write_text(text)
     return path
 

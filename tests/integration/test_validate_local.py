@@ -30,6 +30,8 @@ from myriad.validate.expectations import expect, load_role_defaults
 from myriad.validate.gather import gather
 from myriad.validate.service import validate_cluster
 
+from run_names import free_subnet, unique_name
+
 # Each systemd container holds inotify instances (128 per user by default, shared with
 # every other container on the machine), so the test stays at eight nodes; 16 were
 # measured by hand (see the report of issue #7).
@@ -77,7 +79,14 @@ def docker(*args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture(scope="module")
 def bare(docker_available: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bare]:
-    loaded = load_spec_text(yaml.safe_dump(SPEC), "valtest-it.yaml")
+    # A name and subnet of this run's own: parallel runs and a user's clusters are untouched.
+    name = unique_name("valtest")
+    spec = {
+        **SPEC,
+        "metadata": {**SPEC["metadata"], "name": name},
+        "network": {**SPEC["network"], "addressing": {"management": free_subnet()}},
+    }
+    loaded = load_spec_text(yaml.safe_dump(spec), f"{name}.yaml")
     result = plan_loaded(loaded)
     assert result.plan is not None
     inventory = build_inventory(loaded.spec, loaded.catalog, result.plan)
