@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Literal
 
-from myriad.errors import Path, format_path
+from myriad.errors import AddressError, Path, format_path
+from myriad.plan.addresses import FIRST_HOST_OFFSET, rail_addresses
 from myriad.plan.bandwidth import pcie_slot_gbs
 from myriad.plan.fabric import fabric_limits
 from myriad.plan.model import Plan
@@ -407,6 +408,46 @@ def duplicate_names(loaded: LoadedSpec, plan: Plan) -> Iterator[Finding]:
             owner[host] = pool.name
 
 
+def rail_addressing(loaded: LoadedSpec, plan: Plan) -> Iterator[Finding]:
+    """RoCEv2 needs an IPv4 address on every rail: its RDMA device gets a RoCEv2 GID from it."""
+    spec = loaded.spec
+    if spec.network.fabric != "roce":
+        return
+    rails, nodes = 0, 0
+    for pool in spec.pools_with_role("compute"):
+        group = spec.profiles[pool.profile].nics.compute
+        if group is not None:
+            rails = max(rails, group.count * loaded.catalog.nics[group.model].ports)
+            nodes += pool.count
+    if rails == 0:
+        return
+    cidr = spec.network.addressing.compute
+    if cidr is None:
+        yield Finding(
+            id="rail-addresses",
+            severity="error",
+            message=f"the {rails} RoCE rails of each compute node get no IPv4 address, and RoCEv2 "
+            "has no GID (and NCCL no path) on a rail without one",
+            suggestion="set network.addressing.compute (for example 10.64.0.0/16); Myriad cuts it "
+            "into one subnet per rail",
+            path=("network", "addressing"),
+            numbers={"rails": rails, "nodes": nodes},
+        )
+        return
+    try:
+        rail_addresses(cidr, rails, nodes)
+    except AddressError as exc:
+        yield Finding(
+            id="rail-addresses",
+            severity="error",
+            message=str(exc),
+            suggestion=f"each of the {rails} rail subnets needs {nodes} node addresses after the "
+            f"first {FIRST_HOST_OFFSET}: use a larger network.addressing.compute",
+            path=("network", "addressing", "compute"),
+            numbers={"rails": rails, "nodes": nodes},
+        )
+
+
 def storage_for_checkpoints(loaded: LoadedSpec, plan: Plan) -> Iterator[Finding]:
     storage = loaded.spec.storage
     checkpoint = plan.checkpoint
@@ -684,6 +725,7 @@ LINTS: tuple[Lint, ...] = (
     fabric_fit,
     addressing,
     duplicate_names,
+    rail_addressing,
     storage_for_checkpoints,
     software_fit,
 )
