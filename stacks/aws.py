@@ -1,19 +1,37 @@
-"""AWS: a VPC for the cluster, instances per pool with their EFA interfaces, and one cluster
-placement group per compute island.
+"""AWS: a VPC for the cluster in one zone (by zone ID), compute islands launched as one EC2
+Fleet request each into a cluster placement group, the other nodes one instance each.
 
-Login nodes sit in a public subnet behind an Elastic IP and are the way in; every other node
-is in a private subnet that reaches package mirrors through a NAT gateway. One security group
-holds them all: all traffic between its members (EFA requires it), SSH from the spec's admin
-network only. The network belongs to the cluster-wide stack; island stacks (see
-`stacks.sharding`) find it through a StackReference to that stack.
+Order of events in `build`:
+1. every check of the spec and config (`AwsClusterArgs.checked`), then the account-side
+   preflight (`stacks.aws_preflight`: zone, instance type offerings, vCPU quotas, the capacity
+   reservation) — a failure here stops the run before any resource exists;
+2. the free parts of the network (VPC, subnets, route tables, security group, S3 gateway
+   endpoint, instance role and profile) and one launch template per pool (per pool and
+   island for compute);
+3. the compute fleets, all-or-nothing (`min_target_capacity` = the island's size: EC2 launches
+   the whole island or nothing);
+4. only then what bills by the hour without compute: the NAT gateway and its Elastic IP, the
+   private subnet's default route, FSx for Lustre, and the controller, login and storage
+   instances (they `depends_on` the fleets). A capacity error at step 3 therefore leaves
+   only free resources behind (VPC, subnets, route tables, security group, endpoint, IAM,
+   templates, placement groups); `pulumi destroy` or a later `pulumi up` deals with them.
+
+Lifecycle: instances and fleets are `protect`ed (stack config `protectNodes`), replaced
+delete-before-create (a reservation sized to the cluster has no room for a second copy), and
+ignore changes to their launch template version and user data, so editing a template or
+cloud-init never restarts or replaces a running node; a node picks up template changes when
+it is replaced. Replacement is an explicit operation: a new value under
+`myriad:replace.<node>` (or `.island-<n>` for a compute island) is the fleet's or instance's
+`replacement_trigger`.
 """
 
 from __future__ import annotations
 
+import base64
 import ipaddress
 import json
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
@@ -22,6 +40,7 @@ import yaml
 
 from myriad.plan.nodes import NodeRecord
 from myriad.spec.models import Cluster, Pool
+from stacks.aws_preflight import AwsLookups, Preflight, PulumiLookups, Reservation, preflight
 from stacks.instance_types import InstanceType, check_overrides, instance_type
 from stacks.interface import ProviderResult, StackError, all_records, node_record
 from stacks.settings import NAMESPACE, StackSettings
@@ -32,8 +51,8 @@ TAG_POOL = "myriad:pool"
 TAG_ROLE = "myriad:role"
 TAG_ISLAND = "myriad:island"
 
-# The AMI is resolved at launch from the distribution's own SSM parameter, so a newer image
-# does not churn the stack; the root device name is the one those images use.
+# The AMI is resolved at launch from an SSM parameter, so a newer image does not churn the
+# stack; the root device name is the one those images use.
 IMAGES: Mapping[str, tuple[str, str]] = {
     "ubuntu-22.04": (
         "resolve:ssm:/aws/service/canonical/ubuntu/server/22.04/stable/current/amd64/hvm/"
@@ -47,7 +66,30 @@ IMAGES: Mapping[str, tuple[str, str]] = {
     ),
     "debian-12": ("resolve:ssm:/aws/service/debian/release/12/latest/amd64", "/dev/xvda"),
 }
+# AWS Deep Learning Base OSS Nvidia Driver GPU AMI (Ubuntu): NVIDIA driver, CUDA, the EFA
+# installer, libfabric and aws-ofi-nccl preinstalled (AWS Deep Learning AMI Developer Guide,
+# "DLAMI release notes", the SSM parameter of each base AMI). Only for GPU pools.
+DLAMI_IMAGES: Mapping[str, tuple[str, str]] = {
+    "ubuntu-22.04": (
+        "resolve:ssm:/aws/service/deeplearning/ami/x86_64/"
+        "base-oss-nvidia-driver-gpu-ubuntu-22.04/latest/ami-id",
+        "/dev/sda1",
+    ),
+    "ubuntu-24.04": (
+        "resolve:ssm:/aws/service/deeplearning/ami/x86_64/"
+        "base-oss-nvidia-driver-gpu-ubuntu-24.04/latest/ami-id",
+        "/dev/sda1",
+    ),
+}
 _AWS_RESERVED_PER_SUBNET = 5
+# What a running node keeps when its template or cloud-init changes: both apply to nodes
+# launched later (or replaced with a token), never to a running one.
+NODE_IGNORE_CHANGES = ["launchTemplate", "userData", "userDataBase64", "ami"]
+FLEET_IGNORE_CHANGES = [
+    "launchTemplateConfigs",
+    "targetCapacitySpecification",
+    "onDemandOptions",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,65 +127,59 @@ def cluster_tags(cluster: str, **extra: str) -> dict[str, str]:
 @dataclass(frozen=True)
 class AwsNetworkArgs:
     cluster: str
+    region: str
     plan: NetworkPlan
     admin_cidr: str
-    availability_zone: str | None
+    zone_id: str
 
 
 class AwsNetwork(pulumi.ComponentResource):
+    """The cluster-wide, free parts: VPC, subnets, routes, security group, S3 endpoint, IAM.
+
+    The NAT gateway is added by `add_nat` once the compute fleets exist (see the module doc).
+    """
+
     vpc_id: pulumi.Output[str]
     public_subnet_id: pulumi.Output[str]
     private_subnet_id: pulumi.Output[str]
     security_group_id: pulumi.Output[str]
+    instance_profile: pulumi.Output[str]
 
     def __init__(
         self, name: str, args: AwsNetworkArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__("myriad:aws:Network", name, None, opts)
+        self.args = args
         child = pulumi.ResourceOptions(parent=self)
         c = args.cluster
-
-        def tags(name: str) -> dict[str, str]:
-            return cluster_tags(c, Name=f"{c}-{name}")
 
         vpc = aws.ec2.Vpc(
             f"{c}-vpc",
             cidr_block=args.plan.vpc,
             enable_dns_hostnames=True,
             enable_dns_support=True,
-            tags=tags("vpc"),
+            tags=self.tags("vpc"),
             opts=child,
         )
         self.internet_gateway = aws.ec2.InternetGateway(
-            f"{c}-igw", vpc_id=vpc.id, tags=tags("igw"), opts=child
+            f"{c}-igw", vpc_id=vpc.id, tags=self.tags("igw"), opts=child
         )
+        # By zone ID: a zone name means a different physical zone in each account, and a
+        # capacity reservation lives in one physical zone.
         public = aws.ec2.Subnet(
             f"{c}-public",
             vpc_id=vpc.id,
             cidr_block=args.plan.public,
-            availability_zone=args.availability_zone,
-            tags=tags("public"),
+            availability_zone_id=args.zone_id,
+            tags=self.tags("public"),
             opts=child,
         )
         private = aws.ec2.Subnet(
             f"{c}-private",
             vpc_id=vpc.id,
             cidr_block=args.plan.private,
-            availability_zone=args.availability_zone,
-            tags=tags("private"),
-            opts=child,
-        )
-        nat_ip = aws.ec2.Eip(
-            f"{c}-nat",
-            domain="vpc",
-            tags=tags("nat"),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.internet_gateway]),
-        )
-        nat = aws.ec2.NatGateway(
-            f"{c}-nat",
-            allocation_id=nat_ip.id,
-            subnet_id=public.id,
-            tags=tags("nat"),
+            availability_zone_id=args.zone_id,
+            tags=self.tags("private"),
             opts=child,
         )
         public_routes = aws.ec2.RouteTable(
@@ -154,21 +190,30 @@ class AwsNetwork(pulumi.ComponentResource):
                     cidr_block="0.0.0.0/0", gateway_id=self.internet_gateway.id
                 )
             ],
-            tags=tags("public"),
+            tags=self.tags("public"),
             opts=child,
         )
-        private_routes = aws.ec2.RouteTable(
-            f"{c}-private",
-            vpc_id=vpc.id,
-            routes=[aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", nat_gateway_id=nat.id)],
-            tags=tags("private"),
-            opts=child,
+        # No inline routes: the default route through the NAT gateway is its own resource,
+        # created after the compute fleets (`add_nat`).
+        self.private_routes = aws.ec2.RouteTable(
+            f"{c}-private", vpc_id=vpc.id, tags=self.tags("private"), opts=child
         )
         aws.ec2.RouteTableAssociation(
             f"{c}-public", subnet_id=public.id, route_table_id=public_routes.id, opts=child
         )
         aws.ec2.RouteTableAssociation(
-            f"{c}-private", subnet_id=private.id, route_table_id=private_routes.id, opts=child
+            f"{c}-private", subnet_id=private.id, route_table_id=self.private_routes.id, opts=child
+        )
+        # S3 through a gateway endpoint: free, and checkpoints and datasets do not pay NAT
+        # gateway processing per GB (Amazon VPC User Guide, "Gateway endpoints for Amazon S3").
+        aws.ec2.VpcEndpoint(
+            f"{c}-s3",
+            vpc_id=vpc.id,
+            service_name=f"com.amazonaws.{args.region}.s3",
+            vpc_endpoint_type="Gateway",
+            route_table_ids=[public_routes.id, self.private_routes.id],
+            tags=self.tags("s3"),
+            opts=child,
         )
         group = aws.ec2.SecurityGroup(
             f"{c}-nodes",
@@ -206,18 +251,78 @@ class AwsNetwork(pulumi.ComponentResource):
                     description="outbound: package mirrors and registries",
                 ),
             ],
-            tags=tags("nodes"),
+            tags=self.tags("nodes"),
             opts=child,
+        )
+        # The nodes' identity: Systems Manager (Session Manager, patching) and nothing else;
+        # a site adds S3 access for its buckets to this role.
+        role = aws.iam.Role(
+            f"{c}-node",
+            assume_role_policy=json.dumps(
+                {
+                    "Version": "2012-10-17",
+                    "Statement": [
+                        {
+                            "Effect": "Allow",
+                            "Principal": {"Service": "ec2.amazonaws.com"},
+                            "Action": "sts:AssumeRole",
+                        }
+                    ],
+                }
+            ),
+            tags=self.tags("node"),
+            opts=child,
+        )
+        aws.iam.RolePolicyAttachment(
+            f"{c}-node-ssm",
+            role=role.name,
+            policy_arn="arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore",
+            opts=child,
+        )
+        profile = aws.iam.InstanceProfile(
+            f"{c}-node", role=role.name, tags=self.tags("node"), opts=child
         )
         self.vpc_id = vpc.id
         self.public_subnet_id = public.id
         self.private_subnet_id = private.id
         self.security_group_id = group.id
+        self.instance_profile = profile.name
         self.register_outputs(self.refs().as_output())
+
+    def tags(self, name: str) -> dict[str, str]:
+        return cluster_tags(self.args.cluster, Name=f"{self.args.cluster}-{name}")
+
+    def add_nat(self, after: Sequence[pulumi.Resource]) -> None:
+        """The NAT gateway, its address and the private default route, after `after`."""
+        c = self.args.cluster
+        nat_ip = aws.ec2.Eip(
+            f"{c}-nat",
+            domain="vpc",
+            tags=self.tags("nat"),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.internet_gateway, *after]),
+        )
+        nat = aws.ec2.NatGateway(
+            f"{c}-nat",
+            allocation_id=nat_ip.id,
+            subnet_id=self.public_subnet_id,
+            tags=self.tags("nat"),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        aws.ec2.Route(
+            f"{c}-private-default",
+            route_table_id=self.private_routes.id,
+            destination_cidr_block="0.0.0.0/0",
+            nat_gateway_id=nat.id,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
 
     def refs(self) -> NetworkRefs:
         return NetworkRefs(
-            self.vpc_id, self.public_subnet_id, self.private_subnet_id, self.security_group_id
+            self.vpc_id,
+            self.public_subnet_id,
+            self.private_subnet_id,
+            self.security_group_id,
+            self.instance_profile,
         )
 
 
@@ -229,6 +334,7 @@ class NetworkRefs:
     public_subnet_id: pulumi.Input[str]
     private_subnet_id: pulumi.Input[str]
     security_group_id: pulumi.Input[str]
+    instance_profile: pulumi.Input[str]
 
     def as_output(self) -> dict[str, pulumi.Input[str]]:
         return {
@@ -236,6 +342,7 @@ class NetworkRefs:
             "public_subnet_id": self.public_subnet_id,
             "private_subnet_id": self.private_subnet_id,
             "security_group_id": self.security_group_id,
+            "instance_profile": self.instance_profile,
         }
 
     @classmethod
@@ -255,50 +362,35 @@ class NetworkRefs:
             field("public_subnet_id"),
             field("private_subnet_id"),
             field("security_group_id"),
+            field("instance_profile"),
         )
 
 
-def user_data(cluster: str, node: NodeRecord, ssh_keys: Sequence[str]) -> str:
-    """cloud-init for one node: its name, keys and identity. Public facts only, never secrets."""
-    identity = {
-        "cluster": cluster,
-        "name": node.name,
-        "pool": node.pool,
-        "role": node.role,
-        "island": node.island,
-    }
-    document: dict[str, Any] = {
-        "hostname": node.name,
-        "preserve_hostname": False,
-        "write_files": [
-            {
-                "path": "/etc/myriad/node.json",
-                "permissions": "0644",
-                "content": json.dumps(identity, sort_keys=True) + "\n",
-            }
-        ],
-    }
+def user_data(
+    cluster: str, ssh_keys: Sequence[str], node: NodeRecord | None = None, pool: str = ""
+) -> str:
+    """cloud-init: the node's (or, for a fleet, the pool's) identity and keys; never secrets.
+
+    A fleet launches identical instances, so island nodes carry no host name here: the stack
+    names them (by instance ID order, see `fleet_records`) and the bring-up sets the name.
+    """
+    identity: dict[str, Any] = {"cluster": cluster}
+    document: dict[str, Any] = {}
+    if node is not None:
+        identity.update(name=node.name, pool=node.pool, role=node.role, island=node.island)
+        document.update(hostname=node.name, preserve_hostname=False)
+    else:
+        identity["pool"] = pool
+    document["write_files"] = [
+        {
+            "path": "/etc/myriad/node.json",
+            "permissions": "0644",
+            "content": json.dumps(identity, sort_keys=True) + "\n",
+        }
+    ]
     if ssh_keys:
         document["ssh_authorized_keys"] = list(ssh_keys)
     return "#cloud-config\n" + yaml.safe_dump(document, sort_keys=True)
-
-
-@dataclass(frozen=True)
-class AwsNodePoolArgs:
-    cluster: str
-    pool: Pool
-    nodes: tuple[NodeRecord, ...]
-    instance: InstanceType
-    os: str
-    root_volume_gib: int
-    subnet_id: pulumi.Input[str]
-    security_group_id: pulumi.Input[str]
-    placement_groups: Mapping[int, pulumi.Input[str]]
-    public: bool = False
-    key_name: str | None = None
-    capacity_reservation_id: str | None = None
-    ssh_authorized_keys: tuple[str, ...] = ()
-    public_depends_on: tuple[pulumi.Resource, ...] = ()
 
 
 def network_interfaces(
@@ -306,7 +398,8 @@ def network_interfaces(
 ) -> list[aws.ec2.LaunchTemplateNetworkInterfaceArgs]:
     """An ENA primary interface plus one EFA-only interface per network card.
 
-    The layout the EC2 guide recommends: primary ENA at card 0 / device 0, EFA-only at card 0 /
+    The layout the EC2 guide recommends ("Maximize network bandwidth on Amazon EC2 instances
+    with multiple network cards"): primary ENA at card 0 / device 0, EFA-only at card 0 /
     device 1, then EFA-only at device 0 of each further card. EFA-only interfaces take no IP
     address, so a p5 uses one address of the subnet, not 33.
     """
@@ -330,31 +423,148 @@ def network_interfaces(
     return interfaces
 
 
+@dataclass(frozen=True)
+class Capacity:
+    """How compute nodes get their capacity: the spec's market and, for reservations, where."""
+
+    market: str = "on-demand"
+    reservation_id: str | None = None
+    # A targeted On-Demand Capacity Reservation reaches EC2 Fleet through a resource group
+    # (EC2 User Guide, "Use EC2 Fleet with targeted On-Demand Capacity Reservations").
+    resource_group_arn: pulumi.Input[str] | None = None
+
+    def template_options(self) -> dict[str, Any]:
+        if self.market == "on-demand":
+            return {}
+        target_args = (
+            aws.ec2.LaunchTemplateCapacityReservationSpecificationCapacityReservationTargetArgs
+        )
+        target = (
+            target_args(capacity_reservation_resource_group_arn=self.resource_group_arn)
+            if self.market == "capacity-reservation"
+            else target_args(capacity_reservation_id=self.reservation_id)
+        )
+        options: dict[str, Any] = {
+            "capacity_reservation_specification": (
+                aws.ec2.LaunchTemplateCapacityReservationSpecificationArgs(
+                    capacity_reservation_target=target
+                )
+            )
+        }
+        if self.market == "capacity-block":
+            # EC2 User Guide, "Launch instances into Capacity Blocks": market type
+            # capacity-block plus the block as the reservation target.
+            options["instance_market_options"] = aws.ec2.LaunchTemplateInstanceMarketOptionsArgs(
+                market_type="capacity-block"
+            )
+        return options
+
+    def fleet_options(self, count: int) -> dict[str, Any]:
+        on_demand: dict[str, Any] = {
+            # All or nothing: EC2 launches the island whole or not at all.
+            "min_target_capacity": count,
+            "single_availability_zone": True,
+            "single_instance_type": True,
+        }
+        if self.market == "capacity-reservation":
+            on_demand["capacity_reservation_options"] = (
+                aws.ec2.FleetOnDemandOptionsCapacityReservationOptionsArgs(
+                    usage_strategy="use-capacity-reservations-first"
+                )
+            )
+        return {
+            "target_capacity_specification": aws.ec2.FleetTargetCapacitySpecificationArgs(
+                default_target_capacity_type=(
+                    "capacity-block" if self.market == "capacity-block" else "on-demand"
+                ),
+                total_target_capacity=count,
+            ),
+            "on_demand_options": aws.ec2.FleetOnDemandOptionsArgs(**on_demand),
+        }
+
+
+@dataclass(frozen=True)
+class AwsNodePoolArgs:
+    cluster: str
+    region: str
+    pool: Pool
+    nodes: tuple[NodeRecord, ...]
+    instance: InstanceType
+    image: tuple[str, str]
+    root_volume_gib: int
+    subnet_id: pulumi.Input[str]
+    security_group_id: pulumi.Input[str]
+    instance_profile: pulumi.Input[str]
+    placement_groups: Mapping[int, pulumi.Input[str]]
+    capacity: Capacity = Capacity()
+    public: bool = False
+    key_name: str | None = None
+    ssh_authorized_keys: tuple[str, ...] = ()
+    replace: Mapping[str, str] = field(default_factory=dict)
+    protect: bool = True
+    depends_on: tuple[pulumi.Resource, ...] = ()
+    public_depends_on: tuple[pulumi.Resource, ...] = ()
+
+
 class AwsNodePool(pulumi.ComponentResource):
-    """One pool's launch template and its instances (and Elastic IPs, for a public pool)."""
+    """One pool: compute islands as one instant EC2 Fleet each, other nodes one instance each.
+
+    `fleets` are the compute fleets, so the caller can order billing resources after them.
+    """
 
     records: list[dict[str, pulumi.Input[Any]]]
+    fleets: list[aws.ec2.Fleet]
 
     def __init__(
         self, name: str, args: AwsNodePoolArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__("myriad:aws:NodePool", name, None, opts)
+        self.args = args
+        self.records = []
+        self.fleets = []
         c, pool = args.cluster, args.pool
-        pool_tags = cluster_tags(c, **{TAG_POOL: pool.name, TAG_ROLE: pool.role})
-        image, root_device = IMAGES[args.os]
-        reservation = None
-        if args.capacity_reservation_id and pool.role == "compute":
-            reservation = aws.ec2.LaunchTemplateCapacityReservationSpecificationArgs(
-                capacity_reservation_target=aws.ec2.LaunchTemplateCapacityReservationSpecificationCapacityReservationTargetArgs(
-                    capacity_reservation_id=args.capacity_reservation_id
-                )
-            )
-        template = aws.ec2.LaunchTemplate(
-            f"{c}-{pool.name}",
+        self.pool_tags = cluster_tags(c, **{TAG_POOL: pool.name, TAG_ROLE: pool.role})
+        if pool.role == "compute":
+            islands: dict[int, list[NodeRecord]] = {}
+            for node in args.nodes:
+                assert node.island is not None  # iter_nodes numbers every compute node
+                islands.setdefault(node.island, []).append(node)
+            for island, nodes in islands.items():
+                self._island(island, tuple(nodes))
+        else:
+            template = self._template(f"{c}-{pool.name}", self.pool_tags, None)
+            for node in args.nodes:
+                self._instance(node, template)
+        self.register_outputs({"instances": len(self.records)})
+
+    def _template(
+        self, name: str, tags: dict[str, str], island: int | None
+    ) -> aws.ec2.LaunchTemplate:
+        args = self.args
+        image, root_device = args.image
+        capacity = args.capacity.template_options() if island is not None else {}
+        placement = (
+            aws.ec2.LaunchTemplatePlacementArgs(group_name=args.placement_groups[island])
+            if island is not None
+            else None
+        )
+        # A fleet cannot pass per-instance user data, so the template carries the pool's.
+        data = (
+            base64.b64encode(
+                user_data(args.cluster, args.ssh_authorized_keys, pool=args.pool.name).encode()
+            ).decode()
+            if island is not None
+            else None
+        )
+        return aws.ec2.LaunchTemplate(
+            name,
             image_id=image,
             instance_type=args.instance.name,
             key_name=args.key_name,
             ebs_optimized="true",
+            iam_instance_profile=aws.ec2.LaunchTemplateIamInstanceProfileArgs(
+                name=args.instance_profile
+            ),
             block_device_mappings=[
                 aws.ec2.LaunchTemplateBlockDeviceMappingArgs(
                     device_name=root_device,
@@ -372,55 +582,161 @@ class AwsNodePool(pulumi.ComponentResource):
             metadata_options=aws.ec2.LaunchTemplateMetadataOptionsArgs(
                 http_endpoint="enabled", http_tokens="required", http_put_response_hop_limit=1
             ),
-            capacity_reservation_specification=reservation,
+            placement=placement,
+            user_data=data,
             tag_specifications=[
-                aws.ec2.LaunchTemplateTagSpecificationArgs(resource_type=kind, tags=pool_tags)
+                aws.ec2.LaunchTemplateTagSpecificationArgs(resource_type=kind, tags=tags)
                 for kind in ("instance", "volume", "network-interface")
             ],
-            update_default_version=True,
-            tags=pool_tags,
+            # Each change is a new version; nothing follows $Latest or $Default. Instances and
+            # fleets name the version they were launched with and ignore later ones.
+            update_default_version=False,
+            tags=tags,
             opts=pulumi.ResourceOptions(parent=self),
+            **capacity,
         )
-        self.records = []
-        for node in args.nodes:
-            tags = {**pool_tags, "Name": node.name}
-            if node.island is not None:
-                tags[TAG_ISLAND] = str(node.island)
-            instance = aws.ec2.Instance(
-                f"{c}-{node.name}",
-                launch_template=aws.ec2.InstanceLaunchTemplateArgs(
-                    id=template.id, version=template.latest_version.apply(str)
-                ),
-                placement_group=(
-                    args.placement_groups[node.island] if node.island is not None else None
-                ),
-                user_data=user_data(c, node, args.ssh_authorized_keys),
-                tags=tags,
-                volume_tags=tags,
-                opts=pulumi.ResourceOptions(parent=self),
-            )
-            public_address: pulumi.Input[str] | None = None
-            if args.public:
-                address = aws.ec2.Eip(
-                    f"{c}-{node.name}",
-                    domain="vpc",
-                    network_interface=instance.primary_network_interface_id,
-                    tags=tags,
-                    opts=pulumi.ResourceOptions(
-                        parent=self, depends_on=list(args.public_depends_on)
+
+    def _guarded(
+        self, trigger: str | None, depends_on: Sequence[pulumi.Resource]
+    ) -> dict[str, Any]:
+        return {
+            "parent": self,
+            "protect": self.args.protect,
+            "delete_before_replace": True,
+            "replacement_trigger": trigger,
+            "depends_on": list(depends_on),
+        }
+
+    def _island(self, island: int, nodes: tuple[NodeRecord, ...]) -> None:
+        args = self.args
+        c, pool = args.cluster, args.pool
+        tags = {**self.pool_tags, TAG_ISLAND: str(island), "Name": f"{c}-{pool.name}-{island}"}
+        template = self._template(f"{c}-{pool.name}-island-{island}", tags, island)
+        key = f"island-{island}"
+        fleet = aws.ec2.Fleet(
+            f"{c}-{pool.name}-island-{island}",
+            type="instant",
+            launch_template_configs=[
+                aws.ec2.FleetLaunchTemplateConfigArgs(
+                    launch_template_specification=(
+                        aws.ec2.FleetLaunchTemplateConfigLaunchTemplateSpecificationArgs(
+                            launch_template_id=template.id,
+                            version=template.latest_version.apply(str),
+                        )
                     ),
+                    overrides=[
+                        aws.ec2.FleetLaunchTemplateConfigOverrideArgs(
+                            subnet_id=args.subnet_id, instance_type=args.instance.name
+                        )
+                    ],
                 )
-                public_address = address.public_ip
+            ],
+            terminate_instances=True,
+            tags=tags,
+            opts=pulumi.ResourceOptions(
+                ignore_changes=FLEET_IGNORE_CHANGES,
+                **self._guarded(args.replace.get(key), args.depends_on),
+            ),
+            **args.capacity.fleet_options(len(nodes)),
+        )
+        self.fleets.append(fleet)
+        what = f"{c} island {island} ({key})"
+        ids: pulumi.Output[list[str]] = fleet.fleet_instance_sets.apply(
+            lambda sets: fleet_instance_ids(sets, nodes, what)
+        )
+        for index, node in enumerate(nodes):
+            instance_id: pulumi.Output[str] = ids.apply(_pick(index))
+            address: pulumi.Output[str] = instance_id.apply(_private_ip_in(args.region))
             self.records.append(
                 node_record(
                     node,
                     provider="aws",
-                    address=instance.private_ip,
-                    ids={"instance_id": instance.id, "instance_type": args.instance.name},
-                    public_address=public_address,
+                    address=address,
+                    ids={
+                        "instance_id": instance_id,
+                        "instance_type": args.instance.name,
+                        "fleet_id": fleet.id,
+                    },
                 )
             )
-        self.register_outputs({"instances": len(self.records)})
+
+    def _instance(self, node: NodeRecord, template: aws.ec2.LaunchTemplate) -> None:
+        args = self.args
+        c = args.cluster
+        tags = {**self.pool_tags, "Name": node.name}
+        instance = aws.ec2.Instance(
+            f"{c}-{node.name}",
+            launch_template=aws.ec2.InstanceLaunchTemplateArgs(
+                id=template.id, version=template.latest_version.apply(str)
+            ),
+            iam_instance_profile=args.instance_profile,
+            user_data=user_data(c, args.ssh_authorized_keys, node),
+            user_data_replace_on_change=False,
+            tags=tags,
+            volume_tags=tags,
+            opts=pulumi.ResourceOptions(
+                ignore_changes=NODE_IGNORE_CHANGES,
+                **self._guarded(args.replace.get(node.name), args.depends_on),
+            ),
+        )
+        public_address: pulumi.Input[str] | None = None
+        if args.public:
+            address = aws.ec2.Eip(
+                f"{c}-{node.name}",
+                domain="vpc",
+                network_interface=instance.primary_network_interface_id,
+                tags=tags,
+                opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.public_depends_on)),
+            )
+            public_address = address.public_ip
+        self.records.append(
+            node_record(
+                node,
+                provider="aws",
+                address=instance.private_ip,
+                ids={"instance_id": instance.id, "instance_type": args.instance.name},
+                public_address=public_address,
+            )
+        )
+
+
+def fleet_instance_ids(sets: Any, nodes: Sequence[NodeRecord], what: str) -> list[str]:
+    """The fleet's instance IDs in the order that names them: sorted, first ID -> first node.
+
+    An instant fleet's instance set is recorded once, at launch, so the names stay put.
+    """
+    found = sorted(
+        instance_id
+        for instance_set in sets or []
+        for instance_id in (_get(instance_set, "instance_ids") or [])
+    )
+    if len(found) != len(nodes):
+        raise StackError(
+            f"{what} launched {len(found)} instances, but the spec gives it {len(nodes)} nodes; "
+            f"an island is launched whole: set `pulumi config set --path "
+            f"'{NAMESPACE}:replace.{what.split('(')[-1].rstrip(')')}' <new token>` to relaunch it "
+            "at its new size (all of its nodes)"
+        )
+    return found
+
+
+def _get(value: Any, key: str) -> Any:
+    if isinstance(value, Mapping):
+        return value.get(key, value.get("instanceIds"))
+    return getattr(value, key, None)
+
+
+def _pick(index: int) -> Callable[[list[str]], str]:
+    return lambda found: found[index]
+
+
+def _private_ip_in(region: str) -> Callable[[str], pulumi.Output[str]]:
+    """The private address of a fleet's instance, read once the instance exists."""
+
+    def read(instance_id: str) -> pulumi.Output[str]:
+        return aws.ec2.get_instance_output(instance_id=instance_id, region=region).private_ip
+
+    return read
 
 
 @dataclass(frozen=True)
@@ -433,9 +749,14 @@ class AwsClusterArgs:
 
     @classmethod
     def checked(cls, spec: Cluster, scope: StackScope, settings: StackSettings) -> AwsClusterArgs:
-        """Every check of the spec and config, before anything is created."""
+        """Every check of the spec and config, before anything is created or read."""
         if spec.software.os not in IMAGES:
             raise StackError(f"no AWS image for software.os {spec.software.os}")
+        if spec.provider.image == "dlami" and spec.software.os not in DLAMI_IMAGES:
+            raise StackError(
+                f"provider.image dlami: AWS's GPU base AMI comes with "
+                f"{' or '.join(DLAMI_IMAGES)}, not {spec.software.os}"
+            )
         if not scope.holds_shared and not settings.shared_stack:
             raise StackError(
                 f"{NAMESPACE}:sharedStack is not set: an island stack uses the network of the "
@@ -445,6 +766,29 @@ class AwsClusterArgs:
         check_overrides(spec)
         pools = {pool.name: pool for pool in spec.pools}
         types = {name: instance_type(spec, pools[name].profile) for name in _pool_names(scope)}
+        if spec.network.fabric == "efa":
+            for name, kind in types.items():
+                if pools[name].role == "compute" and kind.efa_interfaces == 0:
+                    raise StackError(
+                        f"network.fabric is efa, but pool {name} runs on {kind.name}, which has "
+                        f"no EFA interfaces Myriad knows of; pick an EFA type for profile "
+                        f"{pools[name].profile} with provider.instance_types"
+                    )
+        compute_types = {types[n].name for n in types if pools[n].role == "compute"}
+        if spec.provider.capacity.market != "on-demand" and len(compute_types) > 1:
+            raise StackError(
+                f"one capacity reservation holds one instance type, but the compute pools "
+                f"run {', '.join(sorted(compute_types))}"
+            )
+        known = {n.name for n in scope.nodes} | {
+            f"island-{n.island}" for n in scope.nodes if n.island is not None
+        }
+        unknown = sorted(set(settings.replace) - known)
+        if unknown:
+            raise StackError(
+                f"{NAMESPACE}:replace names {', '.join(unknown)}, which this stack does not "
+                f"hold (nodes of other pools by name, compute islands as island-<n>)"
+            )
         return cls(spec, scope, settings, NetworkPlan.for_spec(spec), types)
 
 
@@ -453,22 +797,31 @@ class AwsCluster(pulumi.ComponentResource):
 
     records: list[dict[str, pulumi.Input[Any]]]
     network: NetworkRefs
+    storage: dict[str, pulumi.Input[Any]] | None
 
     def __init__(
-        self, name: str, args: AwsClusterArgs, opts: pulumi.ResourceOptions | None = None
+        self,
+        name: str,
+        args: AwsClusterArgs,
+        checked: Preflight,
+        opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("myriad:aws:Cluster", name, None, opts)
         spec, scope, settings = args.spec, args.scope, args.settings
         c = spec.metadata.name
         provider = spec.provider
         pools = {pool.name: pool for pool in spec.pools}
-        assert provider.admin_cidr is not None  # the spec model requires it for kind aws
+        assert provider.admin_cidr is not None and provider.region is not None
+        region = provider.region
 
+        network: AwsNetwork | None = None
         public_depends_on: tuple[pulumi.Resource, ...] = ()
         if scope.holds_shared:
             network = AwsNetwork(
                 f"{c}-network",
-                AwsNetworkArgs(c, args.network, provider.admin_cidr, provider.availability_zone),
+                AwsNetworkArgs(
+                    c, provider.region, args.network, provider.admin_cidr, checked.zone.zone_id
+                ),
                 opts=pulumi.ResourceOptions(parent=self),
             )
             self.network = network.refs()
@@ -487,35 +840,125 @@ class AwsCluster(pulumi.ComponentResource):
             ).name
             for island in island_numbers
         }
+        capacity = self._capacity(c, spec, checked.reservation) if island_numbers else Capacity()
 
-        self.records = []
-        for pool_name, nodes in _nodes_by_pool(scope).items():
+        def pool_args(
+            pool_name: str, nodes: tuple[NodeRecord, ...], **extra: Any
+        ) -> AwsNodePoolArgs:
             pool = pools[pool_name]
             public = pool.role == "login"
-            node_pool = AwsNodePool(
-                f"{c}-{pool_name}",
-                AwsNodePoolArgs(
-                    cluster=c,
-                    pool=pool,
-                    nodes=nodes,
-                    instance=args.types[pool_name],
-                    os=spec.software.os,
-                    root_volume_gib=provider.root_volume_gib,
-                    subnet_id=(
-                        self.network.public_subnet_id if public else self.network.private_subnet_id
-                    ),
-                    security_group_id=self.network.security_group_id,
-                    placement_groups=placement,
-                    public=public,
-                    key_name=provider.ssh_key_name,
-                    capacity_reservation_id=provider.capacity_reservation_id,
-                    ssh_authorized_keys=settings.ssh_authorized_keys,
-                    public_depends_on=public_depends_on,
+            gpu = spec.profiles[pool.profile].gpu is not None
+            images = DLAMI_IMAGES if provider.image == "dlami" and gpu else IMAGES
+            return AwsNodePoolArgs(
+                cluster=c,
+                region=region,
+                pool=pool,
+                nodes=nodes,
+                instance=args.types[pool_name],
+                image=images[spec.software.os],
+                root_volume_gib=provider.root_volume_gib,
+                subnet_id=(
+                    self.network.public_subnet_id if public else self.network.private_subnet_id
                 ),
-                opts=pulumi.ResourceOptions(parent=self),
+                security_group_id=self.network.security_group_id,
+                instance_profile=self.network.instance_profile,
+                placement_groups=placement,
+                capacity=capacity,
+                public=public,
+                key_name=provider.ssh_key_name,
+                ssh_authorized_keys=settings.ssh_authorized_keys,
+                replace=settings.replace,
+                protect=settings.protect_nodes,
+                public_depends_on=public_depends_on,
+                **extra,
             )
-            self.records.extend(node_pool.records)
+
+        by_pool = _nodes_by_pool(scope)
+        self.records = []
+        fleets: list[pulumi.Resource] = []
+        # Compute first: the scarce capacity. Everything that bills without it waits.
+        for pool_name, nodes in by_pool.items():
+            if pools[pool_name].role == "compute":
+                node_pool = AwsNodePool(
+                    f"{c}-{pool_name}",
+                    pool_args(pool_name, nodes),
+                    opts=pulumi.ResourceOptions(parent=self),
+                )
+                fleets.extend(node_pool.fleets)
+                self.records.extend(node_pool.records)
+        self.storage = None
+        if network is not None:
+            network.add_nat(after=fleets)
+            if spec.storage.kind == "fsx-lustre":
+                self.storage = self._fsx(c, spec, after=fleets)
+        for pool_name, nodes in by_pool.items():
+            if pools[pool_name].role != "compute":
+                node_pool = AwsNodePool(
+                    f"{c}-{pool_name}",
+                    pool_args(pool_name, nodes, depends_on=tuple(fleets)),
+                    opts=pulumi.ResourceOptions(parent=self),
+                )
+                self.records.extend(node_pool.records)
+        # Records in the spec's node order, whatever order the pools were built in.
+        order = {n.name: i for i, n in enumerate(scope.nodes)}
+        self.records.sort(key=lambda record: order[str(record["name"])])
         self.register_outputs({"nodes": len(self.records)})
+
+    def _capacity(self, c: str, spec: Cluster, reservation: Reservation | None) -> Capacity:
+        market = spec.provider.capacity.market
+        if market == "on-demand" or reservation is None:
+            return Capacity()
+        if market == "capacity-block":
+            return Capacity(market, reservation.id)
+        group = aws.resourcegroups.Group(
+            f"{c}-capacity",
+            configurations=[
+                aws.resourcegroups.GroupConfigurationArgs(type="AWS::EC2::CapacityReservationPool"),
+                aws.resourcegroups.GroupConfigurationArgs(
+                    type="AWS::ResourceGroups::Generic",
+                    parameters=[
+                        aws.resourcegroups.GroupConfigurationParameterArgs(
+                            name="allowed-resource-types",
+                            values=["AWS::EC2::CapacityReservation"],
+                        )
+                    ],
+                ),
+            ],
+            tags=cluster_tags(c),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        aws.resourcegroups.Resource(
+            f"{c}-capacity",
+            group_arn=group.arn,
+            resource_arn=reservation.arn,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        return Capacity(market, reservation.id, group.arn)
+
+    def _fsx(
+        self, c: str, spec: Cluster, after: Sequence[pulumi.Resource]
+    ) -> dict[str, pulumi.Input[Any]]:
+        fsx = spec.storage.fsx
+        assert fsx is not None  # the spec model fills it for kind fsx-lustre
+        persistent = fsx.deployment.startswith("PERSISTENT")
+        lustre = aws.fsx.LustreFileSystem(
+            f"{c}-lustre",
+            storage_capacity=fsx.capacity_gib,
+            deployment_type=fsx.deployment,
+            per_unit_storage_throughput=fsx.throughput_mbps_per_tib if persistent else None,
+            subnet_ids=self.network.private_subnet_id,
+            security_group_ids=[self.network.security_group_id],
+            file_system_type_version="2.15",
+            tags=cluster_tags(c, Name=f"{c}-lustre"),
+            # The file system holds data: never removed or replaced by a routine `up`.
+            opts=pulumi.ResourceOptions(parent=self, protect=True, depends_on=list(after)),
+        )
+        return {
+            "kind": "fsx-lustre",
+            "dns_name": lustre.dns_name,
+            "mount_name": lustre.mount_name,
+            "mount": spec.storage.mount,
+        }
 
 
 def _nodes_by_pool(scope: StackScope) -> dict[str, tuple[NodeRecord, ...]]:
@@ -529,17 +972,27 @@ def _pool_names(scope: StackScope) -> list[str]:
     return list(dict.fromkeys(node.pool for node in scope.nodes))
 
 
-def build(spec: Cluster, scope: StackScope, settings: StackSettings) -> ProviderResult:
+def build(
+    spec: Cluster,
+    scope: StackScope,
+    settings: StackSettings,
+    lookups: AwsLookups | None = None,
+) -> ProviderResult:
     assert spec.provider.region is not None  # the spec model requires it for kind aws
     args = AwsClusterArgs.checked(spec, scope, settings)
+    # Before any resource, including the provider: a refusal leaves nothing behind.
+    checked = preflight(spec, scope, args.types, lookups or PulumiLookups(spec.provider.region))
     # An explicit provider: the region is the spec's, never whatever the shell has configured.
     region = aws.Provider("aws", region=spec.provider.region)
     cluster = AwsCluster(
         spec.metadata.name,
         args,
+        checked,
         opts=pulumi.ResourceOptions(providers=[region]),
     )
     outputs: dict[str, pulumi.Input[Any]] = {}
     if scope.holds_shared:
         outputs["network"] = cluster.network.as_output()
+    if cluster.storage is not None:
+        outputs["storage"] = cluster.storage
     return ProviderResult(nodes=all_records(cluster.records), outputs=outputs)

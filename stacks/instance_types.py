@@ -10,6 +10,11 @@ EFA interfaces are one per network card, the count that reaches the type's full 
   counts in torchx's AWS resource table (meta-pytorch/torchx,
   torchx/specs/named_resources_aws.py), which also gives the vCPU and memory figures here.
 A shape not in the table is an error that names the `provider.instance_types` override.
+
+Each type also names the Service Quotas code its running vCPUs count against (Service Quotas
+User Guide, "Amazon EC2 endpoints and quotas": L-417A185B "Running On-Demand P instances",
+L-DB2E81BA "Running On-Demand G and VT instances", L-1216C47A "Running On-Demand Standard
+(A, C, D, H, I, M, R, T, Z) instances"); the preflight reads them before anything is created.
 """
 
 from __future__ import annotations
@@ -20,6 +25,21 @@ from dataclasses import dataclass
 from myriad.spec.models import Cluster, Profile
 from stacks.interface import StackError
 
+QUOTA_P = "L-417A185B"
+QUOTA_G = "L-DB2E81BA"
+QUOTA_STANDARD = "L-1216C47A"
+QUOTA_NAMES: Mapping[str, str] = {
+    QUOTA_P: "Running On-Demand P instances",
+    QUOTA_G: "Running On-Demand G and VT instances",
+    QUOTA_STANDARD: "Running On-Demand Standard (A, C, D, H, I, M, R, T, Z) instances",
+}
+# The family letters of each vCPU quota; a type of another family has no quota check here.
+_QUOTA_BY_FAMILY: Mapping[str, str] = {
+    **{letter: QUOTA_P for letter in "p"},
+    **{letter: QUOTA_G for letter in "gv"},
+    **{letter: QUOTA_STANDARD for letter in "acdhimrtz"},
+}
+
 
 @dataclass(frozen=True, slots=True)
 class InstanceType:
@@ -29,6 +49,11 @@ class InstanceType:
     efa_interfaces: int = 0
     gpu_model: str | None = None
     gpu_count: int = 0
+
+    @property
+    def quota_code(self) -> str | None:
+        """The On-Demand vCPU quota this type's running instances count against."""
+        return _QUOTA_BY_FAMILY.get(self.name[:1])
 
 
 _GPU_TYPES = (

@@ -11,7 +11,7 @@ import hashlib
 import ipaddress
 import json
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +41,10 @@ class Registered:
     protect: bool
     retain_on_delete: bool
     additional_secret_outputs: list[str]
+    delete_before_replace: bool = False
+    ignore_changes: tuple[str, ...] = ()
+    replacement_trigger: Any = None
+    dependencies: tuple[str, ...] = ()
 
 
 class RecordingMonitor(pulumi_mocks.MockMonitor):
@@ -62,6 +66,15 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
                     protect=request.protect,
                     retain_on_delete=request.retainOnDelete,
                     additional_secret_outputs=list(request.additionalSecretOutputs),
+                    delete_before_replace=request.deleteBeforeReplace,
+                    ignore_changes=tuple(request.ignoreChanges),
+                    # Myriad's triggers are tokens, strings.
+                    replacement_trigger=(
+                        request.replacement_trigger.string_value
+                        if request.HasField("replacement_trigger")
+                        else None
+                    ),
+                    dependencies=tuple(request.dependencies),
                 )
             )
         return response
@@ -89,11 +102,55 @@ def _fake_ip(name: str, network: str) -> str:
     return str(net.network_address + offset)
 
 
-class FakeCloud(pulumi.runtime.Mocks):
-    """Outputs a real provider would compute, made up deterministically from the name."""
+# An invoke's answer: a fixed result, or a function of the invoke's arguments.
+CallAnswer = Mapping[str, Any] | Callable[[Mapping[str, Any]], Mapping[str, Any]]
 
-    def __init__(self, shared_network: Mapping[str, str] | None = None) -> None:
+
+ZONES = {"use1-az4": "us-east-1d", "use1-az6": "us-east-1a", "use1-az1": "us-east-1b"}
+
+
+def _zone(args: Mapping[str, Any]) -> Mapping[str, Any]:
+    zone_id = str(args.get("zoneId"))
+    if zone_id not in ZONES:
+        raise Exception("no matching EC2 Availability Zone found")
+    return {"name": ZONES[zone_id], "zoneId": zone_id, "state": "available", "id": zone_id}
+
+
+def _offered(args: Mapping[str, Any]) -> Mapping[str, Any]:
+    wanted = {f["name"]: f["values"] for f in args.get("filters", [])}
+    return {"instanceTypes": list(wanted.get("instance-type", [])), "id": "us-east-1"}
+
+
+# An account where everything the aws-dev example needs is there: the zones above, every
+# instance type offered in each, and room in every vCPU quota. Tests replace answers.
+AWS_ACCOUNT: dict[str, CallAnswer] = {
+    "aws:index/getAvailabilityZone:getAvailabilityZone": _zone,
+    "aws:ec2/getInstanceTypeOfferings:getInstanceTypeOfferings": _offered,
+    "aws:servicequotas/getServiceQuota:getServiceQuota": {"value": 100000.0, "id": "quota"},
+    "aws:index/getCallerIdentity:getCallerIdentity": {
+        "accountId": "123456789012",
+        "arn": "arn:aws:iam::123456789012:user/ops",
+        "id": "123456789012",
+        "userId": "AIDA0000",
+    },
+}
+
+
+class FakeCloud(pulumi.runtime.Mocks):
+    """Outputs a real provider would compute, made up deterministically from the name.
+
+    Invokes (data sources) are answered from `calls`, by token; an answer that raises, or an
+    invoke without an answer, fails the way a provider's failure does (the invoke raises).
+    """
+
+    def __init__(
+        self,
+        shared_network: Mapping[str, str] | None = None,
+        calls: Mapping[str, CallAnswer] | None = None,
+    ) -> None:
         self.shared_network = dict(shared_network or {})
+        self.calls = {**AWS_ACCOUNT, **(calls or {})}
+        self.invoked: list[tuple[str, dict[str, Any]]] = []
 
     def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
         state = dict(args.inputs)
@@ -106,6 +163,20 @@ class FakeCloud(pulumi.runtime.Mocks):
             state["publicIp"] = _fake_ip(args.name, "198.51.100.0/24")
         elif args.typ == "aws:ec2/launchTemplate:LaunchTemplate":
             state["latestVersion"] = 1
+        elif args.typ == "aws:ec2/fleet:Fleet":
+            count = int(args.inputs["targetCapacitySpecification"]["totalTargetCapacity"])
+            digest = hashlib.sha256(args.name.encode()).hexdigest()
+            # Not in node order on purpose: the program sorts the IDs.
+            ids = [f"i-{digest[:9]}{n:08x}" for n in reversed(range(count))]
+            state["fleetInstanceSets"] = [{"instanceIds": ids, "instanceType": "x"}]
+            resource_id = f"fleet-{digest[:12]}"
+        elif args.typ == "aws:iam/instanceProfile:InstanceProfile":
+            state["name"] = f"{args.name}-profile"
+        elif args.typ == "aws:resourcegroups/group:Group":
+            state["arn"] = f"arn:aws:resource-groups:us-east-1:123456789012:group/{args.name}"
+        elif args.typ == "aws:fsx/lustreFileSystem:LustreFileSystem":
+            state["dnsName"] = f"fs-{args.name}.fsx.us-east-1.amazonaws.com"
+            state["mountName"] = "abcdef01"
         elif args.typ == "aws:ec2/placementGroup:PlacementGroup":
             state["name"] = f"{args.name}-pg"
         elif args.typ == "pulumi:pulumi:StackReference":
@@ -119,13 +190,25 @@ class FakeCloud(pulumi.runtime.Mocks):
         return resource_id, state
 
     def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict[str, Any], list[Any]]:
-        return {}, []
+        self.invoked.append((args.token, dict(args.args)))
+        if args.token == "aws:ec2/getInstance:getInstance":
+            # The address of a fleet's instance, made up from its ID like an instance's.
+            instance_id = str(args.args["instanceId"])
+            return {"id": instance_id, "privateIp": _fake_ip(instance_id, "10.42.128.0/17")}, []
+        answer = self.calls.get(args.token)
+        if answer is None:
+            return {}, [("", f"no mock answer for invoke {args.token}")]
+        try:
+            return dict(answer(args.args) if callable(answer) else answer), []
+        except Exception as exc:  # an answer that raises is the provider's failure
+            return {}, [("", str(exc))]
 
 
 @dataclass
 class Built:
     resources: list[Registered]
     outputs: dict[str, Any]
+    invoked: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
 
     def of_type(self, suffix: str) -> list[Registered]:
         return [r for r in self.resources if r.type.endswith(suffix)]
@@ -142,14 +225,18 @@ def run_program(
     config: Mapping[str, Any] | None = None,
     secret_keys: tuple[str, ...] = (),
     shared_network: Mapping[str, str] | None = None,
+    calls: Mapping[str, CallAnswer] | None = None,
+    monitor_out: list[RecordingMonitor] | None = None,
 ) -> Built:
     """Run `body` as a Pulumi program under mocks; it returns a dict of outputs to resolve."""
     pulumi.runtime.set_all_config(
         {k: v if isinstance(v, str) else json.dumps(v) for k, v in (config or {}).items()},
         list(secret_keys),
     )
-    cloud = FakeCloud(shared_network)
+    cloud = FakeCloud(shared_network, calls)
     monitor = RecordingMonitor(cloud)
+    if monitor_out is not None:
+        monitor_out.append(monitor)
     pulumi.runtime.set_mocks(cloud, project="myriad", stack="test", preview=False, monitor=monitor)
     captured: dict[str, Any] = {}
 
@@ -159,7 +246,7 @@ def run_program(
         return pulumi.Output.from_input(outputs).apply(captured.update)
 
     program()
-    return Built(monitor.registered, captured)
+    return Built(monitor.registered, captured, cloud.invoked)
 
 
 def stack_config(env: str) -> dict[str, Any]:

@@ -1,12 +1,16 @@
 """The aws provider under Pulumi mocks: the resource graph for the aws-dev example and variants.
 
 Exercised: stacks.program.build with the config read from Pulumi.aws-dev.yaml, stacks.aws,
-stacks.instance_types. Not exercised: the AWS API (no account here).
+stacks.instance_types, and the preflight's reads answered by the mocks' invokes (an account
+with room for everything; tests/stacks/test_aws_policies.py varies it). Not exercised: the
+AWS API (no account here).
 """
 
 from __future__ import annotations
 
+import base64
 import ipaddress
+import json
 from pathlib import Path
 from typing import Any
 
@@ -24,11 +28,21 @@ from stacks.settings import read_settings
 from stack_harness import ADMIN_KEY, REPO, Built, run_program, spec_with, stack_config, walk
 
 AWS_DEV = REPO / "inventories/aws-dev/cluster.yaml"
-UNTAGGABLE = ("aws:ec2/routeTableAssociation:RouteTableAssociation", "pulumi:providers:aws")
+UNTAGGABLE = (
+    "aws:ec2/routeTableAssociation:RouteTableAssociation",
+    "aws:ec2/route:Route",
+    "aws:iam/rolePolicyAttachment:RolePolicyAttachment",
+    "aws:resourcegroups/resource:Resource",
+    "pulumi:providers:aws",
+)
 
 
 def build_stack(
-    spec: Cluster, *, extra: dict[str, Any] | None = None, shared: dict[str, str] | None = None
+    spec: Cluster,
+    *,
+    extra: dict[str, Any] | None = None,
+    shared: dict[str, str] | None = None,
+    calls: dict[str, Any] | None = None,
 ) -> Built:
     config = {**stack_config("aws-dev"), **(extra or {})}
 
@@ -37,7 +51,7 @@ def build_stack(
         result = build(spec, settings)
         return {"nodes": result.nodes, **result.outputs}
 
-    return run_program(body, config=config, shared_network=shared)
+    return run_program(body, config=config, shared_network=shared, calls=calls)
 
 
 @pytest.fixture(scope="module")
@@ -54,11 +68,11 @@ def templates_by_pool(built: Built) -> dict[str, Any]:
 
 def test_resource_counts_per_pool(aws_dev_stack: Built) -> None:
     instances = aws_dev_stack.of_type("ec2/instance:Instance")
-    per_pool: dict[str, int] = {}
-    for instance in instances:
-        pool = instance.inputs["tags"]["myriad:pool"]
-        per_pool[pool] = per_pool.get(pool, 0) + 1
-    assert per_pool == {"ctl": 1, "login": 1, "gpu": 2}
+    assert sorted(i.inputs["tags"]["myriad:pool"] for i in instances) == ["ctl", "login"]
+    # The compute island is one EC2 Fleet request for both nodes, not one call per node.
+    (fleet,) = aws_dev_stack.of_type("ec2/fleet:Fleet")
+    assert fleet.inputs["type"] == "instant"
+    assert fleet.inputs["targetCapacitySpecification"]["totalTargetCapacity"] == 2
     assert len(aws_dev_stack.of_type("launchTemplate:LaunchTemplate")) == 3
     assert len(aws_dev_stack.of_type("ec2/vpc:Vpc")) == 1
     assert len(aws_dev_stack.of_type("ec2/subnet:Subnet")) == 2
@@ -92,11 +106,11 @@ def test_p5_gets_32_efa_interfaces_one_per_network_card(aws_dev_stack: Built) ->
 def test_compute_nodes_share_the_islands_placement_group(aws_dev_stack: Built) -> None:
     groups = aws_dev_stack.of_type("placementGroup:PlacementGroup")
     assert [(g.name, g.inputs["strategy"]) for g in groups] == [("aws-dev-island-0", "cluster")]
+    templates = templates_by_pool(aws_dev_stack)
+    assert templates["gpu"]["placement"] == {"groupName": "aws-dev-island-0-pg"}
+    assert "placement" not in templates["ctl"] and "placement" not in templates["login"]
     for instance in aws_dev_stack.of_type("ec2/instance:Instance"):
-        if instance.inputs["tags"]["myriad:role"] == "compute":
-            assert instance.inputs["placementGroup"] == "aws-dev-island-0-pg"
-        else:
-            assert "placementGroup" not in instance.inputs
+        assert "placementGroup" not in instance.inputs
 
 
 def test_every_taggable_resource_is_tagged(aws_dev_stack: Built) -> None:
@@ -130,17 +144,27 @@ def test_ssh_is_open_to_the_admin_network_only(aws_dev_stack: Built) -> None:
     assert any(r["protocol"] == "-1" and r.get("self") for r in group.inputs["egress"])
 
 
+def _check_cloud_config(text: str) -> dict[str, Any]:
+    assert text.startswith("#cloud-config\n")
+    lowered = text.lower()
+    assert "password" not in lowered and "private key" not in lowered
+    assert "secret" not in lowered
+    document: dict[str, Any] = yaml.safe_load(text)
+    return document
+
+
 def test_user_data_names_the_node_and_holds_no_secret(aws_dev_stack: Built) -> None:
     for instance in aws_dev_stack.of_type("ec2/instance:Instance"):
-        text = instance.inputs["userData"]
-        assert text.startswith("#cloud-config\n")
-        document = yaml.safe_load(text)
+        document = _check_cloud_config(instance.inputs["userData"])
         assert document["hostname"] == instance.inputs["tags"]["Name"]
-        lowered = text.lower()
-        assert "password" not in lowered and "private key" not in lowered
-        assert "secret" not in lowered
-    for template in aws_dev_stack.of_type("launchTemplate:LaunchTemplate"):
-        assert "userData" not in template.inputs
+    templates = templates_by_pool(aws_dev_stack)
+    assert "userData" not in templates["ctl"]
+    # A fleet's instances are identical: the pool's identity, no host name (the stack names
+    # them, the bring-up sets the name).
+    document = _check_cloud_config(base64.b64decode(templates["gpu"]["userData"]).decode())
+    assert "hostname" not in document
+    identity = json.loads(document["write_files"][0]["content"])
+    assert identity == {"cluster": "aws-dev", "pool": "gpu"}
 
 
 def test_no_value_is_marked_secret_and_none_leaks(aws_dev_stack: Built) -> None:
@@ -182,6 +206,7 @@ def test_outputs_are_what_the_inventory_reads(aws_dev_stack: Built) -> None:
         "public_subnet_id",
         "private_subnet_id",
         "security_group_id",
+        "instance_profile",
     }
 
 
@@ -194,20 +219,12 @@ def test_names_are_stable_across_runs(aws_dev_stack: Built) -> None:
     assert shape(again) == shape(aws_dev_stack)
 
 
-def test_capacity_reservation_applies_to_compute_pools_only() -> None:
-    def reserve(data: dict[str, Any]) -> None:
-        data["provider"]["capacity_reservation_id"] = "cr-0123456789abcdef0"
-
-    templates = templates_by_pool(build_stack(spec_with(AWS_DEV, edit=reserve)))
-    target = templates["gpu"]["capacityReservationSpecification"]["capacityReservationTarget"]
-    assert target == {"capacityReservationId": "cr-0123456789abcdef0"}
-    assert "capacityReservationSpecification" not in templates["ctl"]
-
-
 def test_ssh_keys_from_the_stack_config_go_into_user_data() -> None:
     built = build_stack(spec_with(AWS_DEV), extra={"myriad:sshAuthorizedKeys": [ADMIN_KEY]})
     for instance in built.of_type("ec2/instance:Instance"):
         assert yaml.safe_load(instance.inputs["userData"])["ssh_authorized_keys"] == [ADMIN_KEY]
+    gpu = templates_by_pool(built)["gpu"]["userData"]
+    assert yaml.safe_load(base64.b64decode(gpu))["ssh_authorized_keys"] == [ADMIN_KEY]
 
 
 def per_island(data: dict[str, Any]) -> None:
@@ -221,6 +238,7 @@ SHARED = {
     "public_subnet_id": "subnet-public",
     "private_subnet_id": "subnet-private",
     "security_group_id": "sg-shared",
+    "instance_profile": "aws-dev-node-profile",
 }
 
 
@@ -231,17 +249,19 @@ def test_island_stack_holds_its_island_and_uses_the_shared_network() -> None:
         extra={"myriad:island": 1, "myriad:sharedStack": "acme/myriad/aws-dev"},
         shared=SHARED,
     )
-    instances = built.of_type("ec2/instance:Instance")
-    assert sorted(i.inputs["tags"]["Name"] for i in instances) == [
-        f"gpu{n:02d}" for n in range(17, 33)
-    ]
-    assert {i.inputs["tags"]["myriad:island"] for i in instances} == {"1"}
+    assert not built.of_type("ec2/instance:Instance")
+    (fleet,) = built.of_type("ec2/fleet:Fleet")
+    assert fleet.inputs["tags"]["myriad:island"] == "1"
+    assert fleet.inputs["targetCapacitySpecification"]["totalTargetCapacity"] == 16
+    names = [n["name"] for n in built.outputs["nodes"]]
+    assert names == [f"gpu{n:02d}" for n in range(17, 33)]
     assert [g.name for g in built.of_type("placementGroup:PlacementGroup")] == ["aws-dev-island-1"]
     assert not built.of_type("ec2/vpc:Vpc") and not built.of_type("securityGroup:SecurityGroup")
     (reference,) = built.of_type("pulumi:pulumi:StackReference")
     assert reference.name == "acme/myriad/aws-dev"
     (template,) = built.of_type("launchTemplate:LaunchTemplate")
     assert {i["subnetId"] for i in template.inputs["networkInterfaces"]} == {"subnet-private"}
+    assert template.inputs["iamInstanceProfile"] == {"name": "aws-dev-node-profile"}
     assert "network" not in built.outputs
     match_spec(spec, parse_nodes({"nodes": built.outputs["nodes"]}), require_all=False)
 

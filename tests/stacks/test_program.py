@@ -48,7 +48,9 @@ def test_main_builds_the_stack_its_config_names() -> None:
         return {}
 
     built = run_program(body, config=stack_config("aws-dev"))
-    assert len(built.of_type("ec2/instance:Instance")) == 4
+    # ctl01 and login01 as instances, gpu01 and gpu02 as one EC2 Fleet request.
+    assert len(built.of_type("ec2/instance:Instance")) == 2
+    assert len(built.of_type("ec2/fleet:Fleet")) == 1
 
 
 @pytest.mark.parametrize(
@@ -80,7 +82,8 @@ def test_the_entry_point_runs_as_pulumi_runs_it() -> None:
             lambda: runpy.run_path(".", run_name="__main__") and {{}},
             config={{"myriad:spec": "inventories/aws-dev/cluster.yaml"}},
         )
-        print(sum(r.type.endswith("ec2/instance:Instance") for r in built.resources))
+        machines = ("ec2/instance:Instance", "ec2/fleet:Fleet")
+        print(sum(r.type.endswith(machines) for r in built.resources))
         """
     )
     done = subprocess.run(
@@ -92,7 +95,7 @@ def test_the_entry_point_runs_as_pulumi_runs_it() -> None:
         check=False,
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.strip().splitlines()[-1] == "4"
+    assert done.stdout.strip().splitlines()[-1] == "3"
 
 
 def test_spec_path_is_relative_to_the_project() -> None:
@@ -181,7 +184,12 @@ def test_every_default_gpu_type_matches_its_shape() -> None:
 
 def test_cpu_profiles_get_the_smallest_m7i_that_fits() -> None:
     def on_aws(data: dict[str, Any]) -> None:
-        data["provider"] = {"kind": "aws", "region": "us-east-1", "admin_cidr": "192.0.2.0/24"}
+        data["provider"] = {
+            "kind": "aws",
+            "region": "us-east-1",
+            "availability_zone_id": "use1-az4",
+            "admin_cidr": "192.0.2.0/24",
+        }
 
     spec = spec_with(STARTER, edit=on_aws)
     # head: 2 sockets x 32 cores x 2 threads = 128 vCPUs, 512 GiB

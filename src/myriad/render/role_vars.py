@@ -162,6 +162,12 @@ def _nccl_vars(spec: Cluster, plan: Plan) -> dict[str, Any]:
         variables["nccl_ib_sl"] = spec.network.ib.service_level
     if plan.fabric is not None and plan.fabric.tiers >= 3:
         variables["nccl_ib_qps_per_connection"] = LARGE_FABRIC_QPS_PER_CONNECTION
+    if fabric == "efa":
+        # NCCL reaches EFA through the aws-ofi-nccl plugin (role efa), not its verbs transport:
+        # the nccl role's ethernet settings minus NCCL_IB_DISABLE, so no NCCL_IB_* is written.
+        variables["nccl_fabric"] = "ethernet"
+        variables["nccl_conf_overrides"] = {"NCCL_IB_DISABLE": None, **spec.software.nccl}
+        variables.pop("nccl_ib_qps_per_connection", None)
     return variables
 
 
@@ -296,10 +302,10 @@ def pool_vars(spec: Cluster, catalog: Catalog, pool: Pool) -> dict[str, Any]:
         variables["myriad_gpu"] = {"model": profile.gpu.model, "count": gpus}
         variables["nvidia_driver_fabricmanager"] = profile.nvswitch > 0
     compute = ports(profile, catalog, "compute", fabric)
-    if not compute or fabric == "ethernet":
+    if not compute or fabric in ("ethernet", "efa"):
         # Enroot's Mellanox hook fails container starts on nodes that have no HCA.
         variables["container_runtime_enroot_mellanox_devices"] = ""
-    if compute and fabric != "ethernet":
+    if compute and fabric not in ("ethernet", "efa"):
         variables["nccl_hcas"] = [
             {"name": p.device, "port": 1, "rail": p.index, "netdev": p.interface} for p in compute
         ]
@@ -310,6 +316,11 @@ def pool_vars(spec: Cluster, catalog: Catalog, pool: Pool) -> dict[str, Any]:
         # The compute HCAs' firmware: VPI cards carry the port protocol (LINK_TYPE).
         variables["rdma_mlxconfig_devices"] = [p.device for p in compute]
         variables["rdma_mlxconfig_link_type"] = "IB" if fabric == "infiniband" else "ETH"
+    if compute and fabric == "efa" and pool.role == "compute":
+        # One EFA device per network card; the AMI choice says whether the software is there.
+        group = profile.nics.compute
+        variables["efa_expected_devices"] = group.count if group is not None else 0
+        variables["efa_install"] = spec.provider.image != "dlami"
     if compute and fabric == "roce":
         variables["roce_nics"] = [{"netdev": p.interface, "device": p.device} for p in compute]
     storage = ports(profile, catalog, "storage", fabric)

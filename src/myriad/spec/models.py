@@ -135,15 +135,47 @@ class BareMetalOptions(_Model):
     )
 
 
+class AwsCapacity(_Model):
+    """Where AWS compute nodes get their capacity: on demand, or a reservation of either kind."""
+
+    market: Literal["on-demand", "capacity-reservation", "capacity-block"] = "on-demand"
+    reservation_id: str | None = Field(default=None, pattern=r"^cr-[0-9a-f]{8,17}$")
+
+    @model_validator(mode="after")
+    def _reservation_matches_market(self) -> AwsCapacity:
+        if self.market == "on-demand" and self.reservation_id is not None:
+            raise ValueError(
+                "reservation_id is given but market is on-demand; set market: "
+                "capacity-reservation or capacity-block"
+            )
+        if self.market != "on-demand" and self.reservation_id is None:
+            raise ValueError(f"market {self.market} needs reservation_id (cr-...)")
+        return self
+
+
 class Provider(_Model):
     """Where the machines come from; fields beyond `kind` apply to that kind only."""
 
     kind: Literal["local", "aws", "baremetal"]
     # aws
     region: str | None = None
-    availability_zone: str | None = None
+    availability_zone_id: str | None = Field(
+        default=None,
+        pattern=r"^[a-z]{2,6}[0-9]+-(?:[a-z]+[0-9]+-)?az[0-9]+$",
+        description="Zone by ID (use1-az4), the same physical zone in every account",
+    )
+    availability_zone: str | None = Field(
+        default=None, description="Refused: a zone name maps to a different zone per account"
+    )
     admin_cidr: Cidr | None = None
-    capacity_reservation_id: str | None = None
+    capacity: AwsCapacity = AwsCapacity()
+    capacity_reservation_id: str | None = Field(
+        default=None, description="Refused: replaced by capacity.reservation_id"
+    )
+    image: Literal["os", "dlami"] = Field(
+        default="os",
+        description="os: software.os's image; dlami: AWS's GPU deep-learning base AMI (GPU pools)",
+    )
     ssh_key_name: str | None = Field(
         default=None, min_length=1, description="EC2 key pair installed for the default user"
     )
@@ -168,6 +200,27 @@ class Provider(_Model):
         description="One Pulumi stack per compute island plus one for the rest, not one in all",
     )
 
+    @field_validator("availability_zone")
+    @classmethod
+    def _zone_by_id(cls, value: str | None) -> str | None:
+        if value is not None:
+            raise ValueError(
+                f"availability_zone {value} names a zone by name, which means a different "
+                "physical zone in each account; give availability_zone_id instead (for example "
+                "use1-az4: `aws ec2 describe-availability-zones` lists both)"
+            )
+        return value
+
+    @field_validator("capacity_reservation_id")
+    @classmethod
+    def _capacity_moved(cls, value: str | None) -> str | None:
+        if value is not None:
+            raise ValueError(
+                "capacity_reservation_id is now capacity: {market: capacity-reservation "
+                f"(or capacity-block), reservation_id: {value}}}"
+            )
+        return value
+
     @field_validator("admin_cidr")
     @classmethod
     def _not_the_world(cls, value: str | None) -> str | None:
@@ -184,13 +237,25 @@ class Provider(_Model):
                 raise ValueError(
                     "provider kind aws needs admin_cidr, the network SSH is allowed from"
                 )
+            if self.availability_zone_id is None:
+                raise ValueError(
+                    "provider kind aws needs availability_zone_id (for example use1-az4): "
+                    "every node and any reservation must be in that one zone"
+                )
         if self.kind == "baremetal" and self.bmc is None:
             raise ValueError("provider kind baremetal needs bmc: redfish or ipmi")
-        if self.kind != "aws" and (self.region or self.availability_zone):
-            raise ValueError(f"region and availability_zone apply to aws, not {self.kind}")
+        if self.kind != "aws" and (self.region or self.availability_zone_id):
+            raise ValueError(f"region and availability_zone_id apply to aws, not {self.kind}")
         if self.kind != "baremetal" and (self.bmc or self.hosts or self.baremetal):
             raise ValueError(f"bmc, hosts and baremetal apply to baremetal, not {self.kind}")
-        aws_only = {"ssh_key_name", "root_volume_gib", "instance_types", "capacity_reservation_id"}
+        aws_only = {
+            "ssh_key_name",
+            "root_volume_gib",
+            "instance_types",
+            "capacity_reservation_id",
+            "capacity",
+            "image",
+        }
         if self.kind != "aws" and (given := sorted(aws_only & self.model_fields_set)):
             verb = "applies" if len(given) == 1 else "apply"
             raise ValueError(f"{', '.join(given)} {verb} to aws, not {self.kind}")
@@ -360,7 +425,8 @@ class Addressing(_Model):
 
 
 class Network(_Model):
-    fabric: Literal["infiniband", "roce", "ethernet"]
+    # efa: AWS's Elastic Fabric Adapter (provider aws, EFA instance types); NCCL over libfabric.
+    fabric: Literal["infiniband", "roce", "ethernet", "efa"]
     topology: Topology
     roce: RoceQos | None = None
     infiniband: Infiniband | None = None
@@ -395,8 +461,24 @@ class Checkpoint(_Model):
     interval_minutes: PositiveFloat = 30.0
 
 
+class FsxLustre(_Model):
+    """Amazon FSx for Lustre, made by the aws stack (FSx for Lustre User Guide: capacity 1.2 TiB
+    or a multiple of 2.4 TiB; PERSISTENT_2 throughput 125, 250, 500 or 1000 MB/s per TiB)."""
+
+    capacity_gib: int = Field(default=1200, ge=1200)
+    deployment: Literal["PERSISTENT_2", "SCRATCH_2"] = "PERSISTENT_2"
+    throughput_mbps_per_tib: Literal[125, 250, 500, 1000] = 250
+
+    @field_validator("capacity_gib")
+    @classmethod
+    def _capacity_step(cls, value: int) -> int:
+        if value != 1200 and value % 2400 != 0:
+            raise ValueError(f"{value} GiB: FSx for Lustre takes 1200 or a multiple of 2400 GiB")
+        return value
+
+
 class Storage(_Model):
-    kind: Literal["nfs", "lustre", "beegfs", "weka", "none"]
+    kind: Literal["nfs", "lustre", "beegfs", "weka", "fsx-lustre", "none"]
     server: str | None = None
     export: str | None = None
     mount: str = Field(default="/data", pattern=r"^/\S*$")
@@ -405,9 +487,17 @@ class Storage(_Model):
         default=None, description="Aggregate write bandwidth of the storage system, GB/s"
     )
     checkpoint: Checkpoint | None = None
+    fsx: FsxLustre | None = None
 
     @model_validator(mode="after")
     def _client_knows_where_to_mount(self) -> Storage:
+        if self.fsx is not None and self.kind != "fsx-lustre":
+            raise ValueError(f"fsx settings are given but the storage kind is {self.kind}")
+        if self.kind == "fsx-lustre" and (self.server or self.export):
+            raise ValueError(
+                "fsx-lustre storage is made by the aws stack; its server and export come "
+                "from the stack, not the spec"
+            )
         if self.kind == "nfs" and (self.server is None or self.export is None):
             raise ValueError("nfs storage needs server and export (for example export: /srv/data)")
         if self.kind == "lustre" and (self.server is None or self.export is None):
