@@ -352,7 +352,13 @@ def test_the_rdma_stack_comes_before_the_gpu_driver() -> None:
     assert rdma_play["hosts"] == "myriad_layer_rdma"
 
 
-def run_play(tasks: list[dict[str, Any]], os_name: str, work: Path, *extra: str) -> dict[str, Any]:
+def run_play(
+    tasks: list[dict[str, Any]],
+    os_name: str,
+    work: Path,
+    *extra: str,
+    env: dict[str, str] | None = None,
+) -> dict[str, Any]:
     """One play on localhost with the OS's injected facts; the json callback's report."""
     library = work / "library"
     _write_facts_module(library, os_name)
@@ -362,13 +368,14 @@ def run_play(tasks: list[dict[str, Any]], os_name: str, work: Path, *extra: str)
             [{"name": "Probe", "hosts": "localhost", "gather_facts": True, "tasks": tasks}]
         )
     )
-    env = {
+    environment = {
         **os.environ,
         "ANSIBLE_ROLES_PATH": str(ROOT / "roles"),
         "ANSIBLE_LIBRARY": str(library),
         "ANSIBLE_FACTS_MODULES": "myriad_injected_facts",
         "ANSIBLE_STDOUT_CALLBACK": "json",
         "ANSIBLE_LOCAL_TEMP": str(work / "tmp"),
+        **(env or {}),
     }
     result = subprocess.run(
         [
@@ -382,7 +389,7 @@ def run_play(tasks: list[dict[str, Any]], os_name: str, work: Path, *extra: str)
             f"ansible_python_interpreter={sys.executable}",
             *extra,
         ],
-        env=env,
+        env=environment,
         capture_output=True,
         text=True,
         timeout=300,
@@ -477,3 +484,70 @@ def test_secure_boot_refuses_unsigned_modules(
         assert any("Secure Boot is on" in f and "mokutil --import" in f for f in found), found
     else:
         assert report["rc"] == 0, found
+
+
+# --- What the Slurm role writes from the rendered examples ----------------------------------
+
+
+def _slurm_files(spec_name: str, work: Path) -> dict[str, str]:
+    """slurm.conf and gres.conf as the role templates them from the example's inventory."""
+    assert render(ROOT / "inventories" / spec_name / "cluster.yaml", work).returncode == 0
+    group_vars = yaml.load(
+        (work / "inventory" / "group_vars" / "all.yml").read_text(), Loader=yaml.CSafeLoader
+    )
+    role = ROOT / "roles" / "slurm"
+    variables = {
+        **yaml.safe_load((role / "defaults" / "main.yml").read_text()),
+        **group_vars,
+        "__slurm_cgroup_plugin_default": "autodetect",
+    }
+    (work / "vars.json").write_text(json.dumps(variables))
+    tasks = [
+        {
+            "name": "Load the role's internal variables",
+            "ansible.builtin.include_vars": {"file": str(role / "vars" / "main.yml")},
+        },
+        *[
+            {
+                "name": f"Template {name}",
+                "ansible.builtin.template": {
+                    "src": str(role / "templates" / f"{name}.j2"),
+                    "dest": str(work / name),
+                    "mode": "0644",
+                },
+            }
+            for name in ("slurm.conf", "gres.conf")
+        ],
+    ]
+    report = run_play(
+        tasks,
+        "ubuntu-22.04",
+        work,
+        "-e",
+        f"@{work / 'vars.json'}",
+        env={"ANSIBLE_FILTER_PLUGINS": str(role / "filter_plugins")},
+    )
+    assert report["rc"] == 0, failures(report)
+    return {name: (work / name).read_text() for name in ("slurm.conf", "gres.conf")}
+
+
+def test_gpu_gres_lines_name_devices_and_their_cores(tmp_path: Path) -> None:
+    gres = _slurm_files("starter-64", tmp_path)["gres.conf"]
+    lines = [line for line in gres.splitlines() if line.startswith("NodeName=")]
+    # 2 sockets x 48 cores, 8 GPUs: GPUs 0-3 on socket 0 (cores 0-47), 4-7 on socket 1.
+    assert lines == [
+        "NodeName=gpu[01-08] AutoDetect=off Name=gpu Type=h100 File=/dev/nvidia[0-3] Cores=0-47",
+        "NodeName=gpu[01-08] AutoDetect=off Name=gpu Type=h100 File=/dev/nvidia[4-7] Cores=48-95",
+    ]
+
+
+def test_three_controllers_share_their_state(tmp_path: Path) -> None:
+    conf = _slurm_files("roce-10k", tmp_path)["slurm.conf"]
+    hosts = [line for line in conf.splitlines() if line.startswith("SlurmctldHost=")]
+    assert [h.split("(")[0] for h in hosts] == [
+        "SlurmctldHost=ctl01",
+        "SlurmctldHost=ctl02",
+        "SlurmctldHost=ctl03",
+    ]
+    assert "StateSaveLocation=/ckpt/slurm/state" in conf.splitlines()
+    assert "Gres=gpu:a800:8" in conf
