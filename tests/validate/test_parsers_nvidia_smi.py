@@ -214,7 +214,7 @@ def test_text_and_xml_give_the_same_dataclass(sample):
         "\n==============NVSMI LOG==============\n\n"
         "Driver Version                            : 535.54.03\n"
         "CUDA Version                              : 12.2\n\n"
-        "Attached GPUs                             : 4\n"
+        "Attached GPUs                             : 1\n"
         "GPU 00000000:01:00.0\n"
         "    Product Name                          : NVIDIA A100-SXM4-80GB\n"
         "    Persistence Mode                      : Disabled\n"
@@ -340,8 +340,40 @@ PARSERS = [parse_nvidia_smi_xml, parse_nvidia_smi_text, parse_nvlink_status]
 @pytest.mark.parametrize("parse", PARSERS)
 def test_empty_and_garbage(parse, garbage):
     for text in garbage:
+        if parse is parse_nvlink_status and not text.strip():
+            continue  # blank nvlink output means "no NVLink": see the test below
         with pytest.raises(ParseFailure):
             parse(text)
+
+
+@pytest.mark.parametrize("text", ["", "\n", "  \n\t\n"])
+def test_blank_nvlink_status_is_a_node_without_nvlink(text):
+    # nvidia-smi prints nothing on a node without NVLink; the gpu.nvlink check judges that
+    # against the profile instead of calling the fact unreadable.
+    assert parse_nvlink_status(text).gpus == ()
+
+
+def test_text_output_cut_at_a_gpu_boundary_is_truncation(sample):
+    # Attached GPUs: 8 is nvidia-smi's own count; a capture cut before the fourth GPU block
+    # would otherwise read as a healthy node of three GPUs.
+    text = sample(H100_TEXT)
+    cut = text.index("GPU 00000000:4C:00.0")
+    with pytest.raises(ParseFailure, match=r"Attached GPUs says 8 but 2 GPU block"):
+        parse_nvidia_smi_text(text[:cut])
+
+
+def test_a_control_character_in_processes_is_dropped_not_fatal(sample):
+    # One control character in a process name (seen when nvidia-smi runs while processes
+    # start) makes the XML not well-formed; nothing reads <processes>, so it is dropped
+    # there, while the same character anywhere else still refuses the document.
+    text = sample(A100_V12)
+    closing = text.index("</gpu>")
+    processes = "<processes><process_info><process_name>py\x01thon</process_name>"
+    processes += "</process_info></processes>"
+    dirty = text[:closing] + processes + text[closing:]
+    assert parse_nvidia_smi_xml(dirty).gpus == parse_nvidia_smi_xml(text).gpus
+    with pytest.raises(ParseFailure, match="not well-formed"):
+        parse_nvidia_smi_xml(text.replace("<driver_version>", "<driver_version>\x01", 1))
 
 
 @pytest.mark.parametrize("parse", PARSERS)

@@ -336,13 +336,23 @@ def _evaluate_nvlink(expected: int, facts: NodeFacts, view: ClusterView, node: s
         return unavailable(facts.nvlink)
     status = facts.nvlink.get()
     if not status.gpus:
-        return failed("no GPUs listed")
+        # nvidia-smi prints nothing where the driver sees no NVLink at all.
+        return failed(f"no NVLink on this node; the profile's GPUs have {expected} links each")
     short = [
         f"GPU {gpu.index}: {gpu.active_links}/{expected} up"
         for gpu in status.gpus
         if len(gpu.links) != expected or any(map(_INACTIVE, gpu.links))
     ]
-    return verdict(short, f"{expected} links up on {len(status.gpus)} GPUs")
+    # nvlink --status prints no count of its own; nvidia-smi -q -x lists every GPU, and a
+    # GPU it lists that NVLink does not is a GPU whose links cannot be vouched for.
+    unknowns: list[str] = []
+    if not facts.gpus.ok:
+        unknowns.append(f"GPU list not read, so no GPU is known complete: {facts.gpus.detail}")
+    else:
+        shown = {gpu.index for gpu in status.gpus}
+        missing = [gpu.index for gpu in facts.gpus.get().gpus if gpu.index not in shown]
+        short += [f"GPU {index}: not in nvlink --status" for index in missing]
+    return verdict(short, f"{expected} links up on {len(status.gpus)} GPUs", unknowns)
 
 
 GPU_NVLINK = Check(

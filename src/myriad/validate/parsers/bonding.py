@@ -164,6 +164,23 @@ def _feed(b: _Builder, number: int, raw: str) -> None:
         (b.slaves[-1] if b.slaves else b.master).setdefault(key, value)
 
 
+def _check_aggregator_complete(b: _Builder) -> None:
+    """The active aggregator counts its own ports: fewer slaves listed in it means the file
+    was cut at a line boundary, which otherwise reads as a bond with fewer members."""
+    active = b.active_aggregator.get("Aggregator ID")
+    ports = b.active_aggregator.get("Number of ports")
+    if active is None or ports is None:
+        return
+    listed = sum(1 for slave in b.slaves if slave.get("Aggregator ID") == active)
+    declared = to_int(TOOL, ports, "active aggregator Number of ports")
+    if listed < declared:
+        raise ParseFailure(
+            TOOL,
+            f"the active aggregator {active} has {declared} port(s) but {listed} of its "
+            "slaves are listed; the output looks truncated",
+        )
+
+
 def _required(fields: dict[str, str], key: str) -> str:
     if key not in fields:
         raise ParseFailure(TOOL, f"no {key!r} line; not a complete bonding status file")
@@ -187,6 +204,8 @@ def parse_bonding(text: str) -> Bond:
     down_delay = _required(m, "Down Delay (ms)")
     driver = m.get("Ethernet Channel Bonding Driver")
     primary = m.get("Primary Slave")
+    slaves = tuple(_slave(s) for s in b.slaves)
+    _check_aggregator_complete(b)
     return Bond(
         driver_version=driver.split(" ", 1)[0] if driver else None,
         mode=_MODES.get(description, description),
@@ -202,5 +221,5 @@ def parse_bonding(text: str) -> Bond:
         ),
         primary_slave=primary.split(" ", 1)[0] if primary else None,
         active_slave=m.get("Currently Active Slave") or None,
-        slaves=tuple(_slave(s) for s in b.slaves),
+        slaves=slaves,
     )

@@ -194,6 +194,19 @@ def _forbid(reason: str) -> NoReturn:
     raise ParseFailure(TOOL_XML, reason)
 
 
+# Characters XML 1.0 forbids. Process names inside <processes> are whatever the process
+# set, and nvidia-smi does not escape them: one control character there (seen when
+# nvidia-smi runs while processes start) would make the whole document unreadable.
+_XML_FORBIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f]")
+_PROCESSES = re.compile(r"<processes>.*?</processes>", re.DOTALL)
+
+
+def _sanitised_processes(text: str) -> str:
+    """Drop XML-forbidden characters inside <processes> blocks only: no check reads them,
+    and anywhere else such a character still makes the document refused."""
+    return _PROCESSES.sub(lambda m: _XML_FORBIDDEN.sub("", m.group()), text)
+
+
 def _safe_xml_root(text: str) -> tuple[ET.Element, str | None]:
     """Parse XML with expat directly so that entity declarations can be refused.
 
@@ -310,7 +323,7 @@ def parse_nvidia_smi_xml(text: str) -> NvidiaSmiReport:
     body = require_text(TOOL_XML, text)
     if not body.lstrip().startswith("<"):
         raise ParseFailure(TOOL_XML, f"not XML: {first_line(body)!r}")
-    root, system_id = _safe_xml_root(body)
+    root, system_id = _safe_xml_root(_sanitised_processes(body))
     if root.tag != "nvidia_smi_log":
         raise ParseFailure(TOOL_XML, f"root element is <{root.tag}>, not <nvidia_smi_log>")
     driver = _checked(TOOL_XML, _text(root, "driver_version"), _DRIVER, "driver_version")
@@ -420,12 +433,21 @@ def parse_nvidia_smi_text(text: str) -> NvidiaSmiReport:
         raise ParseFailure(TOOL_TEXT, "no GPU block; the output looks truncated")
     driver = _checked(TOOL_TEXT, header.get(("Driver Version",)), _DRIVER, "Driver Version")
     cuda = header.get(("CUDA Version",))
+    gpus = tuple(_text_gpu(i, bus, fields) for i, (bus, fields) in enumerate(blocks))
+    attached = _optional_int(TOOL_TEXT, header.get(("Attached GPUs",)), "Attached GPUs")
+    if attached is not None and attached != len(blocks):
+        # Text output cut at a line boundary still parses: its own count tells.
+        raise ParseFailure(
+            TOOL_TEXT,
+            f"Attached GPUs says {attached} but {len(blocks)} GPU block(s) follow; the "
+            "output looks truncated",
+        )
     return NvidiaSmiReport(
         driver_version=driver,
         cuda_version=None if cuda is None or _unavailable(cuda) else cuda,
-        attached_gpus=_optional_int(TOOL_TEXT, header.get(("Attached GPUs",)), "Attached GPUs"),
+        attached_gpus=attached,
         dtd_version=None,
-        gpus=tuple(_text_gpu(i, bus, fields) for i, (bus, fields) in enumerate(blocks)),
+        gpus=gpus,
     )
 
 
@@ -456,7 +478,13 @@ class _NvlinkBuilder:
 
 @guarded(TOOL_NVLINK)
 def parse_nvlink_status(text: str) -> NvlinkStatus:
-    """Parse `nvidia-smi nvlink --status`: per GPU, each link's speed or `<inactive>`."""
+    """Parse `nvidia-smi nvlink --status`: per GPU, each link's speed or `<inactive>`.
+
+    Empty output is what nvidia-smi prints on a node without NVLink: no GPUs, which the
+    check judges against whether the profile has NVLink (not an unreadable fact).
+    """
+    if isinstance(text, str) and not text.strip():
+        return NvlinkStatus(gpus=())
     body = require_text(TOOL_NVLINK, text)
     gpus: list[_NvlinkBuilder] = []
     for number, raw in enumerate(body.splitlines(), start=1):
