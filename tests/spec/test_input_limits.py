@@ -260,3 +260,32 @@ def test_overlapping_networks_are_refused_and_separate_ones_accepted(
         assert "overlaps" in problems[0][3]
     else:
         assert math.isfinite(load_spec_text(text, "t.yaml").spec.facility.pue)
+
+
+def test_a_long_list_without_aliases_is_not_called_an_alias_bomb() -> None:
+    problems = _problems(BASE + "catalog: [" + "1," * 200_001 + "1]\n")
+    assert problems[0][2] == "catalog"
+    assert "holds more than 200,000 values" in problems[0][3]
+
+
+# --- the largest allowed cluster: every host-name rule by arithmetic -----------------------
+
+
+def test_the_largest_cluster_loads_plans_and_checks_host_names_without_listing_them() -> None:
+    from myriad.plan.pipeline import plan_loaded
+
+    text = BASE.replace(
+        "count: 4, role: compute", f"count: {MAX_NODES - 1}, role: compute"
+    ).replace(
+        "  topology: {kind: fat-tree, switch: QM9700}\n",
+        "  topology: {kind: rail-optimized, switch: QM9700, island_nodes: 256}\n"
+        f"  infiniband: {{sm_nodes: [ctl01, gpu{MAX_NODES - 1:06d}]}}\n"
+        "  addressing: {management: 10.0.0.0/12, compute: 10.128.0.0/10}\n",
+    )
+    loaded = load_spec_text(text, "t.yaml")
+    result = plan_loaded(loaded)
+    assert result.plan is not None and result.plan.nodes == MAX_NODES
+    # One past the pool's end is not a host: found by arithmetic, not a 200,000-name list.
+    past = text.replace(f"gpu{MAX_NODES - 1:06d}]", f"gpu{MAX_NODES:06d}]")
+    problems = _problems(past)
+    assert [p[2] for p in problems] == ["network.infiniband.sm_nodes.1"]

@@ -190,6 +190,7 @@ class _Builder:
         self.problems: list[Problem] = []
         self.count = 0
         self.bomb = False
+        self.aliased = False  # whether any alias was expanded
         self.anchors: dict[str, _Anchor | None] = {}  # None: still being built
         self.value_log: list[tuple[Path, Mark]] = []
         self.key_log: list[tuple[Path, Mark]] = []
@@ -320,9 +321,14 @@ class _Builder:
                     mark.line,
                     mark.column,
                     path[:1],
-                    f"the document expands to more than {MAX_VALUES} values",
+                    f"the document expands to more than {MAX_VALUES:,} values"
+                    if self.aliased
+                    else f"the document holds more than {MAX_VALUES:,} values",
                     "aliases (*name) that repeat anchors many times multiply the document; "
-                    "write the values out or use fewer nested aliases",
+                    "write the values out or use fewer nested aliases"
+                    if self.aliased
+                    else "a spec of the largest cluster holds about a third of that; is this "
+                    "the right file?",
                 )
             )
         return True
@@ -345,6 +351,7 @@ class _Builder:
             )
             return None
         assert isinstance(anchor, _Anchor)
+        self.aliased = True
         self.count += anchor.size
         if self.count > MAX_VALUES:
             self._bomb(path)
