@@ -102,3 +102,18 @@ def test_user_text_is_printed_as_written_not_as_markup(
     out = capsys.readouterr().out
     assert code in (0, 1)
     assert "H100[ocp][/]" in out
+
+
+def test_phase_lines_print_names_and_notes_as_text() -> None:
+    import io
+
+    from rich.console import Console
+
+    from myriad.views.progress import Phases
+
+    buffer = io.StringIO()
+    console = Console(file=buffer, force_terminal=True, color_system=None, width=100)
+    with Phases(console).phase("nodes of [ocp][/]") as notes:
+        notes.append("spec at /tmp/[x]/cluster.yaml")
+    text = buffer.getvalue()
+    assert "nodes of [ocp][/]" in text and "/tmp/[x]/cluster.yaml" in text
