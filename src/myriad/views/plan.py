@@ -26,31 +26,40 @@ def _seconds(value: float) -> str:
     return f"{value:,.1f} s" if value >= 1 else f"{value * 1000:,.1f} ms"
 
 
+def _plain(*cells: str | Text) -> list[Text]:
+    """Cells as text, never markup: names from the spec ('[/]', '[ocp]') print as written."""
+    return [cell if isinstance(cell, Text) else Text(cell) for cell in cells]
+
+
 def _kv_table(title: str, rows: Sequence[tuple[str, str]]) -> Table:
-    table = Table(title=title, title_justify="left", show_header=False, box=None, pad_edge=False)
+    table = Table(
+        title=Text(title), title_justify="left", show_header=False, box=None, pad_edge=False
+    )
     table.add_column(style="bold")
     table.add_column(justify="right")
     for key, value in rows:
-        table.add_row(key, value)
+        table.add_row(*_plain(key, value))
     return table
 
 
 def pools_table(plan: Plan) -> Table:
-    table = Table(title=f"Cluster {plan.cluster}", title_justify="left")
+    table = Table(title=Text(f"Cluster {plan.cluster}"), title_justify="left")
     for column in ("pool", "role", "profile", "nodes", "GPUs", "GPU", "NICs/node", "kW/server"):
         table.add_column(
             column, justify="right" if column[0].isupper() or "/" in column else "left"
         )
     for pool in plan.pools:
         table.add_row(
-            pool.name,
-            pool.role,
-            pool.profile,
-            f"{pool.nodes:,}",
-            f"{pool.gpus:,}",
-            pool.gpu_model or "-",
-            str(pool.compute_nics_per_node),
-            _num(pool.server_kw, 2),
+            *_plain(
+                pool.name,
+                pool.role,
+                pool.profile,
+                f"{pool.nodes:,}",
+                f"{pool.gpus:,}",
+                pool.gpu_model or "-",
+                str(pool.compute_nics_per_node),
+                _num(pool.server_kw, 2),
+            )
         )
     table.add_row("total", "", "", f"{plan.nodes:,}", f"{plan.gpus:,}", "", "", "", style="bold")
     return table
@@ -77,6 +86,7 @@ def fabric_table(plan: Plan) -> Table | None:
             (
                 "islands",
                 f"{islands:,} of up to {fabric.island_nodes:,} nodes, "
+                f"inside {fabric.island_oversubscription:g}:1, "
                 f"inter-island {fabric.inter_island_oversubscription:g}:1",
             ),
             (
@@ -88,7 +98,11 @@ def fabric_table(plan: Plan) -> Table | None:
                 f"{fabric.node_links:,} / {fabric.leaf_spine_links:,} / "
                 f"{fabric.spine_core_links:,}",
             ),
-            ("cables / transceivers", f"{fabric.cables:,} / {fabric.transceivers:,}"),
+            (
+                "cables / transceivers",
+                f"{fabric.cables:,} / {fabric.transceivers:,} "
+                f"({fabric.ports_per_cage} switch port(s) per cage)",
+            ),
             ("injection per node", f"{_num(fabric.injection_gbps_per_node, 0)} Gb/s"),
             (
                 "bisection",
@@ -107,11 +121,27 @@ def power_table(plan: Plan, usd_per_kwh: float, pue: float) -> Table:
         [
             ("GPUs", f"{_num(power.gpu_kw)} kW"),
             ("servers / switches", f"{_num(power.server_kw)} kW / {_num(power.switch_kw)} kW"),
+            *(
+                [
+                    (
+                        "other switches / storage",
+                        f"{_num(power.other_switch_kw)} kW / {_num(power.storage_kw)} kW",
+                    )
+                ]
+                if power.other_switch_kw or power.storage_kw
+                else []
+            ),
             ("IT power", f"{_num(power.it_kw)} kW"),
             ("facility power", f"{_num(power.facility_kw)} kW (PUE {pue:g})"),
             ("energy per year", f"{_num(power.energy_mwh_per_year, 0)} MWh"),
             ("cost per year", f"${_num(power.cost_usd_per_year, 0)} at ${usd_per_kwh:g}/kWh"),
-            ("racks", f"{power.racks:,} ({power.servers_per_rack} servers per rack)"),
+            (
+                "racks",
+                f"{power.racks:,} ({power.server_racks:,} servers, {power.servers_per_rack} "
+                f"per rack; {power.switch_racks:,} switches; {power.storage_racks:,} storage)",
+            ),
+            ("server figure", power.basis),
+            *(("not counted", item) for item in power.not_counted),
         ],
     )
 
@@ -137,14 +167,16 @@ def bandwidth_table(plan: Plan) -> Table | None:
         )
     for row in rows:
         table.add_row(
-            row.profile,
-            row.nic_model or "-",
-            _num(row.nic_line_gbs),
-            _num(row.pcie_slot_gbs),
-            _num(row.per_nic_rdma_gbs),
-            "-" if row.intra_node_busbw_gbs is None else _num(row.intra_node_busbw_gbs),
-            "-" if row.inter_node_busbw_gbs is None else _num(row.inter_node_busbw_gbs),
-            row.limited_by,
+            *_plain(
+                row.profile,
+                row.nic_model or "-",
+                _num(row.nic_line_gbs),
+                _num(row.pcie_slot_gbs),
+                _num(row.per_nic_rdma_gbs),
+                "-" if row.intra_node_busbw_gbs is None else _num(row.intra_node_busbw_gbs),
+                "-" if row.inter_node_busbw_gbs is None else _num(row.inter_node_busbw_gbs),
+                row.limited_by,
+            )
         )
     return table
 
@@ -159,8 +191,10 @@ def compute_table(plan: Plan) -> Table:
             ("peak dense BF16", f"{_num(compute.peak_bf16_pflops)} PFLOP/s"),
             ("peak dense FP8", fp8),
             (
-                f"train {compute.params_billion:g}B params on {compute.tokens_billion:g}B tokens",
-                f"{days} at {compute.mfu:.0%} MFU ({compute.precision})",
+                f"train {compute.params_billion:g}B params on {compute.tokens_billion:g}B tokens"
+                + ("" if compute.workload_from_spec else " (default: no workload: section)"),
+                f"{days} at {compute.mfu:.0%} MFU ({compute.precision}) on "
+                f"{compute.gpus:,} compute GPUs",
             ),
         ],
     )
@@ -180,7 +214,9 @@ def checkpoint_table(plan: Plan) -> Table | None:
     table.add_column("limited by")
     for stall in checkpoint.stalls:
         style = "bold" if stall.strategy == checkpoint.chosen else ""
-        table.add_row(stall.strategy, _seconds(stall.seconds), stall.limited_by, style=style)
+        table.add_row(
+            *_plain(stall.strategy, _seconds(stall.seconds), stall.limited_by), style=style
+        )
     return table
 
 
@@ -195,9 +231,8 @@ def findings_table(loaded: LoadedSpec, findings: Sequence[Finding]) -> Table | T
     for finding in findings:
         table.add_row(
             Text(finding.severity, style=_SEVERITY_STYLE[finding.severity]),
-            finding.id,
-            finding.location(loaded).rsplit(":", 2)[-2],
-            f"{finding.message}\n[dim]→ {finding.suggestion}[/dim]",
+            *_plain(finding.id, finding.location(loaded).rsplit(":", 2)[-2]),
+            Text.assemble(finding.message, "\n", (f"→ {finding.suggestion}", "dim")),
         )
     return table
 

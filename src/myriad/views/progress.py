@@ -14,6 +14,7 @@ from typing import Any
 
 from rich.console import Console
 from rich.live import Live
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
@@ -91,15 +92,17 @@ class Phases:
         notes: list[str] = []
         start = time.monotonic()
         if self.console.is_terminal:
-            self.console.print(f"[bold]…[/bold] {name}")
+            self.console.print(f"[bold]…[/bold] {escape(name)}")
         try:
             yield notes
         except BaseException:
-            self.console.print(f"[bold red]✗[/bold red] {name} ({time.monotonic() - start:.1f} s)")
+            elapsed = time.monotonic() - start
+            self.console.print(f"[bold red]✗[/bold red] {escape(name)} ({elapsed:.1f} s)")
             raise
-        detail = f" — {', '.join(notes)}" if notes else ""
+        # Names and notes carry cluster names and paths: text, never markup.
+        detail = escape(f" — {', '.join(notes)}") if notes else ""
         self.console.print(
-            f"[bold green]✓[/bold green] {name}{detail} ({time.monotonic() - start:.1f} s)"
+            f"[bold green]✓[/bold green] {escape(name)}{detail} ({time.monotonic() - start:.1f} s)"
         )
 
     @contextmanager
