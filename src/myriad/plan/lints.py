@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ipaddress
 import math
-from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import date
@@ -378,36 +377,6 @@ def addressing(loaded: LoadedSpec, plan: Plan) -> Iterator[Finding]:
             )
 
 
-def duplicate_names(loaded: LoadedSpec, plan: Plan) -> Iterator[Finding]:
-    pools = loaded.spec.pools
-    for name, count in Counter(p.name for p in pools).items():
-        if count > 1:
-            index = [i for i, p in enumerate(pools) if p.name == name][1]
-            yield Finding(
-                id="duplicate-names",
-                severity="error",
-                message=f"pool name '{name}' is used {count} times; host names would collide",
-                suggestion="give every pool its own name",
-                path=("pools", index, "name"),
-            )
-    owner: dict[str, str] = {}
-    for index, pool in enumerate(pools):
-        if sum(1 for p in pools if p.name == pool.name) > 1:
-            continue
-        for host in pool.hostnames():
-            if host in owner:
-                yield Finding(
-                    id="duplicate-names",
-                    severity="error",
-                    message=f"host name {host} comes from pool '{owner[host]}' and pool "
-                    f"'{pool.name}'",
-                    suggestion="rename one of the pools so their names are not prefixes",
-                    path=("pools", index, "name"),
-                )
-                break
-            owner[host] = pool.name
-
-
 def rail_addressing(loaded: LoadedSpec, plan: Plan) -> Iterator[Finding]:
     """RoCEv2 needs an IPv4 address on every rail: its RDMA device gets a RoCEv2 GID from it."""
     spec = loaded.spec
@@ -724,10 +693,10 @@ LINTS: tuple[Lint, ...] = (
     fabric_shape,
     fabric_fit,
     addressing,
-    duplicate_names,
     rail_addressing,
     storage_for_checkpoints,
     software_fit,
+    figures_the_spec_cannot_have,
 )
 
 

@@ -6,16 +6,26 @@ number before trusting a plan built on it.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PositiveFloat, PositiveInt
 
-PcieGen = Literal[3, 4, 5, 6]
+
+def whole_number(value: object) -> object:
+    """A float never stands for a choice among whole numbers: pydantic would take 5.0 as 5."""
+    if isinstance(value, float):
+        shown = f"write {int(value)}" if value.is_integer() else "use a whole number"
+        raise ValueError(f"expected a whole number, got number {value!r}; {shown}")
+    return value
+
+
+Whole = BeforeValidator(whole_number)
+PcieGen = Annotated[Literal[3, 4, 5, 6], Whole]
 LinkLayer = Literal["infiniband", "ethernet"]
 
 
 class _Entry(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True, allow_inf_nan=False)
 
     source: str = Field(min_length=3, description="Datasheet or document the figures come from")
 
@@ -40,8 +50,8 @@ class GpuModel(_Entry):
 
 
 class NicModel(_Entry):
-    speed_gbps: PositiveInt = Field(description="Line rate per port, Gb/s")
-    ports: PositiveInt = 1
+    speed_gbps: PositiveInt = Field(le=100_000, description="Line rate per port, Gb/s")
+    ports: PositiveInt = Field(default=1, le=16)
     pcie_gen: PcieGen
     pcie_lanes: PositiveInt = 16
     link_layers: tuple[LinkLayer, ...] = Field(min_length=1)
@@ -51,21 +61,28 @@ class NicModel(_Entry):
 
 class SwitchModel(_Entry):
     kind: LinkLayer
-    ports: PositiveInt = Field(description="Ports at port_speed_gbps (after any splitting)")
+    # 4096 ports is past any switch built; fewer than 2 cannot be linked in tiers.
+    ports: int = Field(ge=2, le=4096, description="Ports at port_speed_gbps (after any splitting)")
     port_speed_gbps: PositiveInt
     power_w: PositiveFloat = Field(description="Typical power with optics, W")
-    rack_units: PositiveInt = 1
+    rack_units: PositiveInt = Field(default=1, le=60)
+    ports_per_cage: int = Field(
+        default=1,
+        ge=1,
+        le=8,
+        description="Ports sharing one transceiver cage (2: twin-port OSFP such as QM9700)",
+    )
 
 
 class ServerCpu(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True, allow_inf_nan=False)
 
     sockets: PositiveInt
     cores_per_socket: PositiveInt
 
 
 class ServerNics(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True, allow_inf_nan=False)
 
     model: str
     count: PositiveInt
@@ -73,7 +90,7 @@ class ServerNics(BaseModel):
 
 class ServerLayout(_Entry):
     gpu_model: str
-    gpu_count: PositiveInt
+    gpu_count: PositiveInt = Field(le=72)
     cpu: ServerCpu
     memory_gib: PositiveInt
     pcie_gen: PcieGen
@@ -96,7 +113,7 @@ class DriverBranch(_Entry):
 class Catalog(BaseModel):
     """The whole catalog; the shipped file and a spec's `catalog:` section share this shape."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True, allow_inf_nan=False)
 
     gpus: dict[str, GpuModel] = Field(default_factory=dict)
     nics: dict[str, NicModel] = Field(default_factory=dict)

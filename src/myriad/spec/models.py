@@ -22,7 +22,12 @@ from pydantic import (
     model_validator,
 )
 
-from myriad.spec.catalog_models import Catalog, PcieGen
+from myriad.spec.catalog_models import Catalog, PcieGen, Whole
+
+# Every count in a spec is bounded, so that no number makes planning or rendering hang: the
+# largest clusters built so far hold a few hundred thousand GPUs (tens of thousands of nodes).
+MAX_NODES = 200_000
+MAX_POOLS = 1000
 
 Role = Literal["controller", "login", "compute", "storage"]
 Name = Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]{0,30}[a-z0-9]$|^[a-z]$")]
@@ -43,7 +48,7 @@ Version = Annotated[str, Field(pattern=r"^\d+(\.\d+){0,3}$")]
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True, allow_inf_nan=False)
 
 
 class Metadata(_Model):
@@ -192,7 +197,7 @@ class Provider(_Model):
         default=None,
         description="Name of the Pulumi secret holding BMC credentials; never the secret",
     )
-    hosts: tuple[BareMetalHost, ...] = ()
+    hosts: tuple[BareMetalHost, ...] = Field(default=(), max_length=MAX_NODES)
     baremetal: BareMetalOptions | None = None
     # aws and baremetal
     stack_per_island: bool = Field(
@@ -285,13 +290,13 @@ class Provider(_Model):
 
 class GpuSpec(_Model):
     model: str = Field(min_length=1, description="A GPU name from the catalog")
-    count: PositiveInt
+    count: PositiveInt = Field(le=72, description="GPUs in one server (at most 72)")
 
 
 class CpuSpec(_Model):
-    sockets: PositiveInt
-    cores_per_socket: PositiveInt
-    threads_per_core: Literal[1, 2] = 2
+    sockets: PositiveInt = Field(le=16)
+    cores_per_socket: PositiveInt = Field(le=1024)
+    threads_per_core: Annotated[Literal[1, 2], Whole] = 2
 
     @property
     def cores(self) -> int:
@@ -300,17 +305,21 @@ class CpuSpec(_Model):
 
 class PcieSpec(_Model):
     gen: PcieGen = 4
-    switches: int = Field(default=0, ge=0, description="PCIe switches between CPUs and devices")
+    switches: int = Field(
+        default=0, ge=0, le=64, description="PCIe switches between CPUs and devices"
+    )
 
 
 class NicGroup(_Model):
     model: str = Field(min_length=1, description="A NIC name from the catalog")
-    count: PositiveInt = Field(description="Cards of this model; every port of a card is used")
+    count: PositiveInt = Field(
+        le=32, description="Cards of this model (at most 32); every port of a card is used"
+    )
     bond: Literal["802.3ad", "active-backup"] | None = None
     slot_gen: PcieGen | None = Field(
         default=None, description="PCIe generation of the NIC's slot; default: the profile's"
     )
-    slot_lanes: Literal[1, 2, 4, 8, 16] = 16
+    slot_lanes: Annotated[Literal[1, 2, 4, 8, 16], Whole] = 16
     devices: tuple[str, ...] = Field(
         default=(),
         description="RDMA device names, one per port in rail order (default mlx5_0, mlx5_1, ...)",
@@ -333,14 +342,16 @@ class Profile(_Model):
     server: str | None = None
     gpu: GpuSpec | None = None
     cpu: CpuSpec
-    memory_gib: PositiveInt
+    memory_gib: PositiveInt = Field(le=1_048_576, description="Host memory, GiB (at most 1 PiB)")
     pcie: PcieSpec = PcieSpec()
-    nvswitch: int = Field(default=0, ge=0)
+    nvswitch: int = Field(default=0, ge=0, le=64)
     nics: NicSet = NicSet()
     power_kw: PositiveFloat | None = Field(
-        default=None, description="Maximum server power; default: the layout's, else estimated"
+        default=None,
+        le=1000,
+        description="Maximum server power, kW; default: the layout's, else estimated",
     )
-    rack_units: PositiveInt | None = None
+    rack_units: PositiveInt | None = Field(default=None, le=60)
 
 
 def hostname(pool: str, count: int, index: int) -> str:
@@ -351,7 +362,9 @@ def hostname(pool: str, count: int, index: int) -> str:
 class Pool(_Model):
     name: Name
     profile: str
-    count: PositiveInt
+    count: PositiveInt = Field(
+        le=MAX_NODES, description=f"Nodes in the pool; a cluster holds at most {MAX_NODES:,}"
+    )
     role: Role
 
     def hostname(self, index: int) -> str:
@@ -366,9 +379,27 @@ class Topology(_Model):
     switch: str = Field(description="Leaf switch model from the catalog")
     spine_switch: str | None = Field(default=None, description="Default: the leaf model")
     island_nodes: PositiveInt | None = Field(
-        default=None, description="Compute nodes per island; default: one island of all"
+        default=None,
+        le=MAX_NODES,
+        description="Compute nodes per island; default: one island of all",
     )
-    inter_island_oversubscription: float = Field(default=1.0, ge=1.0, le=16.0)
+    inter_island_oversubscription: float = Field(
+        default=1.0, ge=1.0, le=16.0, description="Island bandwidth over core links (2: 2:1)"
+    )
+    island_oversubscription: float = Field(
+        default=1.0,
+        ge=1.0,
+        le=16.0,
+        description="Endpoints per leaf uplink inside an island (1: non-blocking)",
+    )
+
+
+class SwitchGroup(_Model):
+    """Switches outside the compute fabric, counted for power and racks."""
+
+    purpose: Literal["frontend", "storage", "management"]
+    model: str = Field(min_length=1, description="A switch name from the catalog")
+    count: PositiveInt = Field(le=100_000)
 
 
 class RoceQos(_Model):
@@ -431,6 +462,11 @@ class Network(_Model):
     roce: RoceQos | None = None
     infiniband: Infiniband | None = None
     addressing: Addressing = Addressing()
+    switches: tuple[SwitchGroup, ...] = Field(
+        default=(),
+        max_length=64,
+        description="Front-end, storage and management switches, for power and racks",
+    )
 
     @model_validator(mode="after")
     def _settings_match_fabric(self) -> Network:
@@ -450,15 +486,16 @@ class Network(_Model):
 
 
 class Checkpoint(_Model):
-    params_billion: PositiveFloat
+    params_billion: PositiveFloat = Field(le=1_000_000)
     bytes_per_param: PositiveFloat = Field(
         default=14.0,
+        le=64,
         description="bf16 weights (2) + fp32 master weights (4) + Adam moments (4 + 4)",
     )
     strategy: Literal["single-node", "bonded", "distributed", "distributed-async"] = (
         "distributed-async"
     )
-    interval_minutes: PositiveFloat = 30.0
+    interval_minutes: PositiveFloat = Field(default=30.0, le=525_600)
 
 
 class FsxLustre(_Model):
@@ -477,6 +514,15 @@ class FsxLustre(_Model):
         return value
 
 
+class StorageSystem(_Model):
+    """Storage servers or enclosures of one kind, counted for power and racks."""
+
+    name: Name
+    count: PositiveInt = Field(le=100_000)
+    power_kw: PositiveFloat = Field(le=1000, description="Maximum power of one unit, kW")
+    rack_units: PositiveInt = Field(le=60, description="Rack units of one unit")
+
+
 class Storage(_Model):
     kind: Literal["nfs", "lustre", "beegfs", "weka", "fsx-lustre", "none"]
     server: str | None = None
@@ -484,10 +530,13 @@ class Storage(_Model):
     mount: str = Field(default="/data", pattern=r"^/\S*$")
     options: tuple[str, ...] = ()
     write_gbs: PositiveFloat | None = Field(
-        default=None, description="Aggregate write bandwidth of the storage system, GB/s"
+        default=None, le=1e6, description="Aggregate write bandwidth of the storage system, GB/s"
     )
     checkpoint: Checkpoint | None = None
     fsx: FsxLustre | None = None
+    systems: tuple[StorageSystem, ...] = Field(
+        default=(), max_length=64, description="Storage hardware, for power and racks"
+    )
 
     @model_validator(mode="after")
     def _client_knows_where_to_mount(self) -> Storage:
@@ -589,19 +638,19 @@ class Software(_Model):
 class Facility(_Model):
     pue: float = Field(default=1.3, ge=1.0, le=3.0)
     usd_per_kwh: float = Field(default=0.10, ge=0.0, le=5.0)
-    rack_kw: PositiveFloat = 40.0
-    rack_units: PositiveInt = Field(default=42, description="Usable rack units per rack")
+    rack_kw: PositiveFloat = Field(default=40.0, le=1000)
+    rack_units: PositiveInt = Field(default=42, le=60, description="Usable rack units per rack")
     cooling: Literal["air", "liquid"] = "air"
     power_limit_mw: PositiveFloat | None = Field(
-        default=None, description="Facility power available to this cluster, MW"
+        default=None, le=100_000, description="Facility power available to this cluster, MW"
     )
 
 
 class Workload(_Model):
     """A reference training run, for the 'how long would it take' estimate."""
 
-    params_billion: PositiveFloat = 70.0
-    tokens_billion: PositiveFloat = 15000.0
+    params_billion: PositiveFloat = Field(default=70.0, le=1_000_000)
+    tokens_billion: PositiveFloat = Field(default=15000.0, le=1e9)
     mfu: float = Field(default=0.40, gt=0.0, le=1.0)
     precision: Literal["bf16", "fp8"] = "bf16"
 
@@ -619,8 +668,8 @@ class Cluster(_Model):
     kind: Literal["Cluster"]
     metadata: Metadata
     provider: Provider
-    profiles: dict[Name, Profile] = Field(min_length=1)
-    pools: tuple[Pool, ...] = Field(min_length=1)
+    profiles: dict[Name, Profile] = Field(min_length=1, max_length=MAX_POOLS)
+    pools: tuple[Pool, ...] = Field(min_length=1, max_length=MAX_POOLS)
     network: Network
     storage: Storage = Storage(kind="none")
     software: Software
