@@ -8,6 +8,8 @@ not, and each strictness below is one a real BMC family is known for:
   /redfish/v1/SessionService/Sessions; a POST there with UserName and Password returns an
   `X-Auth-Token` header and the session's `Location`; basic auth is refused with 401, and a
   DELETE of the session ends it (BMCs hold only a few sessions at once);
+- optionally (`closed_root`) a service root that asks for credentials too, which DSP0266
+  leaves open but some BMCs do not;
 - `If-Match` (AMI MegaRAC, common on HGX boards): a PATCH without the resource's current ETag
   is refused with 428 Precondition Required, one with a stale ETag with 412;
 - a settings object (iDRAC 10): the system names `@Redfish.Settings.SettingsObject`, and only
@@ -56,6 +58,7 @@ class QuirkProxy:
     sessions: dict[str, tuple[str, str]] = field(default_factory=dict)  # token -> (id, basic)
     deleted: list[str] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    closed_root: bool = False  # the service root, too, asks for credentials
 
     def calls(self, method: str, suffix: str = "") -> list[Seen]:
         with self.lock:
@@ -138,6 +141,9 @@ def _handler(proxy: QuirkProxy) -> type[http.server.BaseHTTPRequestHandler]:
             kind, basic = self._auth()
             with proxy.lock:
                 proxy.requests.append(Seen(method, path, kind, self.headers.get("If-Match"), body))
+            if method == "GET" and path.rstrip("/") == "/redfish/v1" and proxy.closed_root:
+                self._error(401, "authentication required")
+                return
             if method == "GET" and path.rstrip("/") == "/redfish/v1":
                 _, root = self._backend("GET", "/redfish/v1/", "")
                 root = dict(root or {})

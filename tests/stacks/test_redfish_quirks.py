@@ -125,3 +125,14 @@ def test_the_provider_installs_through_a_strict_bmc(
         state = session.wait_for_power("/redfish/v1/Systems/gpu01", "On", timeout_s=15, poll_s=0.1)
     assert (state.boot_target, state.boot_mode) == ("Pxe", "UEFI")
     power_off(redfish_emulator, "gpu01")
+
+
+def test_a_bmc_that_closes_its_service_root_still_gets_a_session(
+    strict: QuirkProxy, redfish_emulator: Emulator
+) -> None:
+    strict.closed_root = True
+    with client(strict, redfish_emulator) as session:
+        assert session.uses_session
+        assert session.system(session.system_path("gpu01")).power_state in ("On", "Off")
+    assert [s.auth for s in strict.calls("GET", "/redfish/v1/")] == ["none"]
+    assert len(strict.deleted) == 1

@@ -166,7 +166,15 @@ class RedfishClient:
 
     def open_session(self) -> None:
         """Log in once (DSP0266 session login) when the service root links a session service."""
-        root = self._request("GET", SERVICE_ROOT, auth=False).body
+        try:
+            root = self._request("GET", SERVICE_ROOT, auth=False).body
+        except RedfishHttpError as exc:
+            if exc.status != 401:
+                raise
+            # DSP0266 leaves the service root open to all, but some BMCs ask for credentials
+            # there too: such a BMC has sessions at the URI the specification names.
+            self._login(SESSIONS)
+            return
         links = _mapping(root.get("Links"))
         sessions = _mapping(links.get("Sessions")).get("@odata.id")
         if not isinstance(sessions, str) and "SessionService" not in root:
