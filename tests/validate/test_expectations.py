@@ -9,7 +9,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -220,18 +219,18 @@ def test_infiniband_link_layer_and_service_level() -> None:
     assert "NCCL_IB_SL=0\n" in exps["nccl.conf"].expected
 
 
-def test_expectations_for_12500_nodes_are_shared_and_fast() -> None:
+def test_expectations_for_12500_nodes_are_shared() -> None:
+    # How fast: benchmarks/validate_scale.py ("expectations (spec → nodes)"), not a timed test.
     result, inventory = planned("h100-100k")
     assert result.plan is not None
-    defaults = load_role_defaults()
-    start = time.perf_counter()
-    cluster = expect(result.loaded.spec, result.loaded.catalog, result.plan, inventory, defaults)
-    seconds = time.perf_counter() - start
+    cluster = expect(
+        result.loaded.spec, result.loaded.catalog, result.plan, inventory, load_role_defaults()
+    )
     gpu_nodes = [n for n in cluster.nodes if n.pool == "gpu"]
     assert len(gpu_nodes) == 12500
     # One tuple of shared expectations for the whole pool, not one per node.
     assert len({id(n.shared) for n in gpu_nodes}) == 1
-    assert seconds < 2.0
+    assert {len(n.own) for n in gpu_nodes} == {2}
 
 
 def test_node_variables_merge_host_group_all_and_role_defaults_in_ansible_order() -> None:
@@ -394,10 +393,10 @@ def test_pool_expectations_do_not_depend_on_which_node_is_asked() -> None:
     )
     first, last = cluster.node("gpu0001"), cluster.node("gpu1250")
     assert isinstance(first, NodeExpectations)
-    shared = [e for e in first.expectations if e.check not in ("host.name", "slurm.topology")]
-    assert shared == [
-        e for e in last.expectations if e.check not in ("host.name", "slurm.topology")
-    ]
+    # Per node: its name, its Slurm switch and its rail addresses.
+    own = ("host.name", "slurm.topology", "roce.address")
+    shared = [e for e in first.expectations if e.check not in own]
+    assert shared == [e for e in last.expectations if e.check not in own]
     switch = {e.check: e for e in last.expectations}["slurm.topology"].expected
     members = {
         s["name"]: s.get("nodes", [])

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from myriad.validate.checks.model import (
@@ -41,7 +42,9 @@ def _bond(c: Context) -> dict[str, Any] | Skip:
     }
 
 
-def _derive(spec_field: str, fix: str) -> Any:
+def _derive(spec_field: str, fix: str) -> Callable[[Context], Expect | Skip]:
+    """The four bond checks share one expected bond; each names its own field and fix."""
+
     def derive(c: Context) -> Expect | Skip:
         bond = _bond(c)
         if isinstance(bond, Skip):
