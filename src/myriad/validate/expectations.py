@@ -145,7 +145,17 @@ def expect(
                 )
                 kinds[kind] = (context, tuple(derive(c, context) for c in shared_checks))
             context, shared = kinds[kind]
-            own = replace(context, node=name, switch=switch_of.get(name))
+            # Per node, the node's own inventory variables come first (its rail addresses).
+            host = dict(inventory.host_vars.get(name, {}))
+            shared_vars = context.variables
+            own = replace(
+                context,
+                node=name,
+                switch=switch_of.get(name),
+                variables=shared_vars.new_child(host)
+                if isinstance(shared_vars, ChainMap)
+                else {**shared_vars, **host},
+            )
             nodes.append(
                 NodeExpectations(
                     name,

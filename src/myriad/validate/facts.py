@@ -43,6 +43,7 @@ from myriad.validate.parsers import (
     parse_docker_info,
     parse_gres,
     parse_ibstat,
+    parse_ip_addr,
     parse_ip_link,
     parse_kubectl_nodes,
     parse_mlnx_qos,
@@ -189,6 +190,8 @@ class NodeFacts:
     slurm_topology: Fact[SlurmTopology] = NOT_GATHERED
     sinfo: Fact[tuple[SinfoNode, ...]] = NOT_GATHERED
     kube_nodes: Fact[tuple[KubeNode, ...]] = NOT_GATHERED
+    # Each interface's IPv4 addresses as ADDRESS/PREFIX (`ip -j -4 addr`).
+    addresses: Fact[Mapping[str, tuple[str, ...]]] = NOT_GATHERED
     seconds: float | None = None
     # Each RDMA device's first port (the one the spec's NICs use), read once for the
     # several HCA checks.
@@ -534,6 +537,7 @@ def node_facts(host: str, document: object) -> NodeFacts:
         qos=qos,
         bonds=read_probe(probes, "bonding", "/proc/net/bonding", _bonds),
         links=read_probe(probes, "ip_link", "ip -j -d link", _links),
+        addresses=read_probe(probes, "ip_addr", "ip -j -4 addr", parse_ip_addr),
         docker=read_probe(probes, "docker_info", "docker info", parse_docker_info),
         docker_daemon=read_probe(
             probes, "docker_daemon_json", "/etc/docker/daemon.json", _json_of("daemon.json")

@@ -281,6 +281,8 @@ def probes(args: argparse.Namespace) -> dict[str, Callable[[], Record]]:
         "pci": lambda: pci_links(root),
         "bonding": lambda: proc_bonding(root),
         "ip_link": lambda: run(["ip", "-j", "-d", "link"], t),
+        # IPv4 addresses per interface: a RoCE rail's address is what gives it a RoCEv2 GID.
+        "ip_addr": lambda: run(["ip", "-j", "-4", "addr"], t),
         "docker_info": lambda: run(["docker", "info", "--format", "{{json .}}"], t),
         "docker_daemon_json": lambda: read_file(at(root, "/etc/docker/daemon.json")),
         "containerd_config": lambda: read_files(

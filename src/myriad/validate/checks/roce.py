@@ -193,3 +193,48 @@ ROCE_MTU = Check(
     ),
     explain=lambda expected: f"{expected['value']} on {listed(expected['names'])}",
 )
+
+
+# --- roce.address --------------------------------------------------------------------------------
+
+
+def _derive_addresses(c: Context) -> Expect | Skip:
+    netdevs = _netdevs(c)
+    if isinstance(netdevs, Skip):
+        return netdevs
+    # The node's own roce_nics (host variables) carry its rail addresses.
+    wanted = {
+        str(nic["netdev"]): str(nic["address"])
+        for nic in c.variables.get("roce_nics") or []
+        if nic.get("address")
+    }
+    if not wanted:
+        return Skip("network.addressing.compute", "no rail addresses are planned for this node")
+    return Expect(wanted, "network.addressing.compute", bringup_fix("roce"))
+
+
+def _evaluate_addresses(
+    expected: dict[str, str], facts: NodeFacts, view: object, node: str
+) -> Outcome:
+    if not facts.addresses.ok:
+        return unavailable(facts.addresses)
+    held = facts.addresses.get()
+    problems = []
+    for netdev, address in expected.items():
+        if netdev not in held:
+            problems.append(f"{netdev}: no such interface")
+        elif address not in held[netdev]:
+            have = listed(list(held[netdev])) or "no IPv4 address"
+            problems.append(f"{netdev}: {have}, not {address}")
+    return verdict(problems, f"{len(expected)} rail(s) hold their addresses")
+
+
+ROCE_ADDRESS = Check(
+    id="roce.address",
+    title="RoCE rail IPv4 address (the RoCEv2 GID comes from it)",
+    spec_fields=("network.addressing.compute",),
+    derive=_derive_addresses,
+    evaluate=_evaluate_addresses,
+    explain=lambda expected: listed([f"{k} {v}" for k, v in expected.items()]),
+    per_node=True,
+)

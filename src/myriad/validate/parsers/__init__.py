@@ -15,7 +15,7 @@ from myriad.validate.parsers.infiniband import (
     parse_ibv_devinfo,
     parse_sysfs_infiniband,
 )
-from myriad.validate.parsers.iplink import Interface, parse_ip_link
+from myriad.validate.parsers.iplink import Interface, parse_ip_addr, parse_ip_link
 from myriad.validate.parsers.kubernetes import GPU_RESOURCE, KubeNode, parse_kubectl_nodes
 from myriad.validate.parsers.mlnx_qos import MlnxQos, TrafficClass, parse_mlnx_qos
 from myriad.validate.parsers.nvidia_smi import (
@@ -80,6 +80,7 @@ __all__ = [
     "parse_gres",
     "parse_ibstat",
     "parse_ibv_devinfo",
+    "parse_ip_addr",
     "parse_ip_link",
     "parse_kubectl_nodes",
     "parse_mlnx_qos",

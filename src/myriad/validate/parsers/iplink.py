@@ -7,7 +7,7 @@ from typing import Any, TypeGuard
 
 from myriad.validate.parsers.common import ParseFailure, guarded, load_json
 
-__all__ = ["Interface", "parse_ip_link"]
+__all__ = ["Interface", "parse_ip_addr", "parse_ip_link"]
 
 TOOL = "ip -j link"
 
@@ -91,3 +91,31 @@ def parse_ip_link(text: str) -> tuple[Interface, ...]:
     if len(set(names)) != len(names):
         raise ParseFailure(TOOL, "an interface name appears twice")
     return interfaces
+
+
+@guarded("ip -j -4 addr")
+def parse_ip_addr(text: str) -> dict[str, tuple[str, ...]]:
+    """Parse `ip -j -4 addr`: each interface's IPv4 addresses as ADDRESS/PREFIX, in order."""
+    tool = "ip -j -4 addr"
+    data = load_json(tool, text)
+    if not isinstance(data, list):
+        raise ParseFailure(tool, f"expected a JSON array of links, got {type(data).__name__}")
+    held: dict[str, tuple[str, ...]] = {}
+    for position, entry in enumerate(data):
+        if not isinstance(entry, dict) or not isinstance(entry.get("ifname"), str):
+            raise ParseFailure(tool, f"entry {position} has no ifname")
+        infos = entry.get("addr_info", [])
+        if not isinstance(infos, list):
+            raise ParseFailure(tool, f"{entry['ifname']}: addr_info is not a list")
+        addresses = []
+        for info in infos:
+            if not isinstance(info, dict):
+                raise ParseFailure(tool, f"{entry['ifname']}: an addr_info entry is not an object")
+            local, prefix = info.get("local"), info.get("prefixlen")
+            if info.get("family", "inet") != "inet":
+                continue
+            if not isinstance(local, str) or not _int(prefix):
+                raise ParseFailure(tool, f"{entry['ifname']}: an address without local/prefixlen")
+            addresses.append(f"{local}/{prefix}")
+        held[entry["ifname"]] = tuple(addresses)
+    return held
