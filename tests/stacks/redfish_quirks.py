@@ -59,6 +59,7 @@ class QuirkProxy:
     deleted: list[str] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
     closed_root: bool = False  # the service root, too, asks for credentials
+    no_secure_boot: bool = False  # the system links a SecureBoot resource it does not serve
 
     def calls(self, method: str, suffix: str = "") -> list[Seen]:
         with self.lock:
@@ -222,6 +223,8 @@ def _handler(proxy: QuirkProxy) -> type[http.server.BaseHTTPRequestHandler]:
                     "POST", f"{system}/Actions/ComputerSystem.Reset", basic, body
                 )
                 self._send(status, answer)
+            elif system and path == f"{system}/SecureBoot" and proxy.no_secure_boot:
+                self._error(404, "resource not found")
             elif path.endswith("/Actions/ComputerSystem.Reset"):
                 self._error(404, "no such action URI; use the action's target")
             else:

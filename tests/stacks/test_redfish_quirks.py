@@ -136,3 +136,12 @@ def test_a_bmc_that_closes_its_service_root_still_gets_a_session(
         assert session.system(session.system_path("gpu01")).power_state in ("On", "Off")
     assert [s.auth for s in strict.calls("GET", "/redfish/v1/")] == ["none"]
     assert len(strict.deleted) == 1
+
+
+def test_a_secure_boot_resource_not_served_is_not_a_failure(
+    strict: QuirkProxy, redfish_emulator: Emulator
+) -> None:
+    strict.no_secure_boot = True
+    with client(strict, redfish_emulator) as session:
+        assert session.secure_boot_enabled("/redfish/v1/Systems/gpu01") is False
+    assert strict.calls("GET", "/SecureBoot")

@@ -290,7 +290,15 @@ class RedfishClient:
         link = _mapping(self.get(path).get("SecureBoot")).get("@odata.id")
         if not isinstance(link, str):
             return False
-        return self.get(link).get("SecureBootEnable") is True
+        try:
+            return self.get(link).get("SecureBootEnable") is True
+        except RedfishHttpError as exc:
+            # Linked but not served (some BMCs): the firmware's setting is not known here,
+            # and the network boot itself fails visibly if Secure Boot refuses iPXE.
+            if exc.status in (404, 405, 501):
+                logger.warning("%s: %s is not served; Secure Boot state unknown", self, link)
+                return False
+            raise
 
     def reset_types(self, path: str) -> tuple[str, list[str] | None]:
         """The reset action's target and its allowable ResetType values (None: not stated)."""
