@@ -230,7 +230,8 @@ def test_expectations_for_12500_nodes_are_shared() -> None:
     assert len(gpu_nodes) == 12500
     # One tuple of shared expectations for the whole pool, not one per node.
     assert len({id(n.shared) for n in gpu_nodes}) == 1
-    assert {len(n.own) for n in gpu_nodes} == {2}
+    # Only the checks declared per node (host name, Slurm switch, ...) are the node's own.
+    assert {len(n.own) for n in gpu_nodes} == {sum(c.per_node for c in CHECKS)}
 
 
 def test_node_variables_merge_host_group_all_and_role_defaults_in_ansible_order() -> None:
