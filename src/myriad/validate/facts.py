@@ -190,6 +190,8 @@ class NodeFacts:
     slurm_topology: Fact[SlurmTopology] = NOT_GATHERED
     sinfo: Fact[tuple[SinfoNode, ...]] = NOT_GATHERED
     kube_nodes: Fact[tuple[KubeNode, ...]] = NOT_GATHERED
+    # `fi_info -p efa -t FI_EP_RDM`: the RDM domains of the EFA devices (rdmap16s27-rdm, ...).
+    efa_domains: Fact[tuple[str, ...]] = NOT_GATHERED
     # Each interface's IPv4 addresses as ADDRESS/PREFIX (`ip -j -4 addr`).
     addresses: Fact[Mapping[str, tuple[str, ...]]] = NOT_GATHERED
     seconds: float | None = None
@@ -461,6 +463,16 @@ def _sinfo(text: str) -> tuple[SinfoNode, ...]:
     return tuple(rows)
 
 
+def parse_fi_info_domains(text: str) -> tuple[str, ...]:
+    """The distinct `domain:` values of fi_info's listing, in order (one per EFA device)."""
+    domains: list[str] = []
+    for line in text.splitlines():
+        key, _, value = line.strip().partition(":")
+        if key == "domain" and value.strip() and value.strip() not in domains:
+            domains.append(value.strip())
+    return tuple(domains)
+
+
 def _time(probes: Mapping[str, Any]) -> Fact[TimeSync]:
     chrony = read_probe(probes, "chrony_tracking", "chronyc tracking", _chrony)
     if chrony.ok or chrony.state != "missing":
@@ -546,6 +558,7 @@ def node_facts(host: str, document: object) -> NodeFacts:
             probes, "containerd_config", "containerd config", _text_files("containerd config")
         ),
         nccl_conf=read_probe(probes, "nccl_conf", "/etc/nccl.conf", _shared),
+        efa_domains=read_probe(probes, "fi_info_efa", "fi_info -p efa", parse_fi_info_domains),
         memlock=_with_ceiling(
             read_probe(probes, "memlock_session", "ulimit -l in su -", _memlock),
             read_probe(probes, "init_limits", "/proc/1/limits", init_memlock),

@@ -289,6 +289,11 @@ def probes(args: argparse.Namespace) -> dict[str, Callable[[], Record]]:
             root, ["/etc/containerd/config.toml", "/etc/containerd/conf.d/*.toml"]
         ),
         "nccl_conf": lambda: read_file(at(root, "/etc/nccl.conf")),
+        # AWS EFA: the RDM endpoints libfabric's efa provider offers, one domain per device;
+        # where the EFA installer puts fi_info (missing on nodes without EFA software).
+        "fi_info_efa": lambda: run(
+            ["/opt/amazon/efa/bin/fi_info", "-p", "efa", "-t", "FI_EP_RDM"], t
+        ),
         "memlock_session": lambda: memlock_session(t),
         # What the node was started with: in a container, the most its sessions can get.
         "init_limits": lambda: read_file(at(root, "/proc/1/limits")),

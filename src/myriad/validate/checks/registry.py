@@ -21,6 +21,7 @@ SUBJECTS = (
     "gpu",
     "fabric",
     "roce",
+    "efa",
     "bond",
     "storage",
     "runtime",
