@@ -207,9 +207,12 @@ def run_preflight(
             "local",
             "--limit",
             ",".join(hosts),
-            # Nothing runs on a host; no task may need sudo on this machine.
+            # Nothing runs on a host; no task may need sudo on this machine. Extra variables
+            # beat the inventory's own connection (the local example's `docker`).
             "-e",
             "ansible_become=false",
+            "-e",
+            "ansible_connection=local",
             "-e",
             f"ansible_python_interpreter={sys.executable}",
             *extra,
