@@ -50,6 +50,8 @@ def test_compute_nodes_get_efa_and_no_infiniband_settings() -> None:
     assert "nccl_hcas" not in gpu
     assert not any(key.startswith(("infiniband_", "roce_", "rdma_mlxconfig")) for key in gpu)
     assert gpu["container_runtime_enroot_mellanox_devices"] == ""
+    # GPUDirect RDMA over EFA is the efa stack's; no nvidia-peermem, which needs HCAs' ib_core.
+    assert gpu["nvidia_driver_gpudirect_rdma"] is False
 
 
 def test_other_nodes_get_no_efa_role() -> None:

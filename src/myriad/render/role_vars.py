@@ -101,8 +101,10 @@ def _driver_vars(spec: Cluster) -> dict[str, Any]:
         return {}
     variables: dict[str, Any] = {
         "nvidia_driver_branch": driver.split(".")[0],
+        # On EFA, GPUDirect RDMA is the efa driver's and libfabric's (DMA-BUF); nvidia-peermem
+        # serves the HCA stack's peer-memory interface, which an EFA node does not have.
         "nvidia_driver_gpudirect_rdma": (
-            spec.software.gpudirect_rdma and spec.network.fabric != "ethernet"
+            spec.software.gpudirect_rdma and spec.network.fabric not in ("ethernet", "efa")
         ),
     }
     if "." in driver:
