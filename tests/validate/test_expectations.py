@@ -152,7 +152,9 @@ def test_a_roce_gpu_node_expects_its_hardware_and_fabric_settings() -> None:
     assert exps["gpu.fabricmanager"].expected == "nvidia-fabricmanager"
     assert exps["gpu.nvlink"].expected == 8  # the A800's NVLink, cut to 8 links
     assert exps["gpu.pcie"].expected == {"gen": 4, "width": 16}
-    assert exps["gpudirect.peermem"].expected == "nvidia_peermem"
+    # DMA-BUF with the open kernel modules (the role's default): no nvidia_peermem expected.
+    assert not exps["gpudirect.peermem"].applies
+    assert "DMA-BUF" in exps["gpudirect.peermem"].reason
     assert exps["hca.present"].expected == devices
     assert exps["hca.rate"].expected == {"names": devices, "value": 200}
     assert exps["hca.link-layer"].expected == {"names": devices, "value": "Ethernet"}

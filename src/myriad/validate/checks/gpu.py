@@ -418,6 +418,15 @@ def _derive_peermem(c: Context) -> Expect | Skip:
         return skip
     if not c.variables.get("nvidia_driver_gpudirect_rdma"):
         return Skip("software.gpudirect_rdma", "GPUDirect RDMA is off or the fabric has no RDMA")
+    # The nvidia_driver role registers GPU memory through DMA-BUF with the open kernel modules
+    # (every supported OS's kernel is 5.12 or later) and loads nvidia-peermem only otherwise.
+    method = c.variables.get("nvidia_driver_gpudirect_rdma_method", "auto")
+    modules = c.variables.get("nvidia_driver_kernel_module_type", "open")
+    if method == "dmabuf" or (method == "auto" and modules == "open"):
+        return Skip(
+            "software.gpudirect_rdma",
+            "GPUDirect RDMA uses DMA-BUF, which needs no module (NCCL_DEBUG=INFO reports it)",
+        )
     return Expect(
         "nvidia_peermem",
         "software.gpudirect_rdma",
