@@ -219,6 +219,8 @@ def node_facts_for(node: NodeExpectations, drift: bool) -> NodeFacts:
         ),
         qos=qos,
         bonds=ok({bond["name"]: _bond(bond)}) if bond else MISSING,
+        # Each rail holds the address the plan gives it (`ip -j -4 addr`).
+        addresses=ok({netdev: (address,) for netdev, address in e.get("roce.address", {}).items()}),
         links=ok(interfaces),
         docker=MISSING,
         docker_daemon=MISSING,
