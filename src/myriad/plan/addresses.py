@@ -43,7 +43,10 @@ class _AddressRange(Sequence[str]):
     def __getitem__(self, index: int) -> str:  # type: ignore[override]
         if not -self._count <= index < self._count:
             raise IndexError(index)
-        return str(ipaddress.IPv4Address(self._first + index % self._count))
+        # Dotted quad by shifts: a 100k-GPU cluster renders ~125,000 addresses, and
+        # str(IPv4Address) costs several times more per address.
+        value = self._first + index % self._count
+        return f"{value >> 24}.{value >> 16 & 255}.{value >> 8 & 255}.{value & 255}"
 
     def __iter__(self) -> Iterator[str]:
         return (self[i] for i in range(self._count))
