@@ -1,9 +1,10 @@
 """Test tiers: `nox -s lint`, `nox -s unit`, `nox -s roles`, `nox -s integration`.
 
-The inner loop is `nox -s unit`: every test that needs no Docker daemon, without the
-linters (under 3 minutes on a 2-core machine). `lint` runs ruff, mypy, yamllint and
-ansible-lint; `roles` runs `molecule test` of every role scenario; `integration` the node
-image, the local cluster end to end and validation against live containers. Plain
+The inner loop is `nox -s unit`: every test that needs neither a Docker daemon nor an
+Ansible run (tests marked `slow`), without the linters. `lint` runs ruff, mypy, yamllint
+and ansible-lint; `roles` the slow Ansible checks and `molecule test` of every role
+scenario; `integration` the node image, the local cluster end to end and validation
+against live containers. The four tiers together are the whole suite. Plain
 `.venv/bin/pytest` still runs everything, as CI does.
 
 Sessions use the project's virtual environment (scripts/bootstrap builds it) instead of
@@ -52,11 +53,11 @@ def lint(session: nox.Session) -> None:
 
 @nox.session
 def unit(session: nox.Session) -> None:
-    """Everything that needs no Docker daemon, linters excluded."""
+    """Everything that needs neither Docker nor an Ansible run, linters excluded."""
     _pytest(
         session,
         "-m",
-        "not docker",
+        "not docker and not slow",
         *(f"--ignore={path}" for path in LINT_TESTS),
         "-p",
         "no:cacheprovider",
@@ -65,7 +66,10 @@ def unit(session: nox.Session) -> None:
 
 @nox.session
 def roles(session: nox.Session) -> None:
-    """`molecule test` of every role scenario (Docker and the node image)."""
+    """What runs Ansible: the slow playbook checks without Docker (the site playbook's layer
+    groups, every role's preflight on every example and OS, the NCCL role's file), then
+    `molecule test` of every role scenario (Docker and the node image)."""
+    _pytest(session, "-m", "slow and not docker", *(f"--ignore={p}" for p in LINT_TESTS))
     _pytest(session, "tests/roles/test_molecule.py", "-m", "docker")
 
 
