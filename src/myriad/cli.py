@@ -40,7 +40,7 @@ def _cmd_plan(args: argparse.Namespace, out: Console, err: Console) -> int:
 
         print_plan(out, result)
         if args.out is not None:
-            out.print(f"plan written to {args.out / 'plan.json'}")
+            out.print(f"plan written to {args.out / 'plan.json'}", markup=False)
     return EXIT_PROBLEM if result.has_errors else EXIT_OK
 
 
@@ -57,7 +57,8 @@ def _cmd_render(args: argparse.Namespace, out: Console, err: Console) -> int:
     )
     out.print(
         f"inventory for {result.cluster}: {result.hosts:,} hosts in {result.groups} groups "
-        f"written to {result.path}"
+        f"written to {result.path}",
+        markup=False,
     )
     return EXIT_OK
 
@@ -148,7 +149,6 @@ def _cmd_schema(args: argparse.Namespace, out: Console, err: Console) -> int:
     return EXIT_OK
 
 
-Handler = Callable[[argparse.Namespace, Console, Console], int]
 def _cmd_provision_wait(args: argparse.Namespace, out: Console, err: Console) -> int:
     from myriad.provision.wait import pxe_root_for, run
 
@@ -162,6 +162,7 @@ def _cmd_provision_wait(args: argparse.Namespace, out: Console, err: Console) ->
     )
 
 
+Handler = Callable[[argparse.Namespace, Console, Console], int]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -245,7 +246,6 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument("--limit", metavar="HOSTS", help="comma-separated hosts or groups")
     validate.set_defaults(handler=_cmd_validate)
 
-    schema = commands.add_parser("schema", help="print the JSON Schema of cluster.yaml")
     provision = commands.add_parser("provision", help="bare-metal installs started by pulumi up")
     provision_verbs = provision.add_subparsers(dest="verb", required=True, metavar="VERB")
     wait = provision_verbs.add_parser(
@@ -258,6 +258,7 @@ def build_parser() -> argparse.ArgumentParser:
     wait.add_argument("--ssh-port", type=int, default=22, help="where installed nodes answer")
     wait.set_defaults(handler=_cmd_provision_wait)
 
+    schema = commands.add_parser("schema", help="print the JSON Schema of cluster.yaml")
     schema.set_defaults(handler=_cmd_schema)
     return parser
 
