@@ -85,3 +85,19 @@ def test_example_sizes_in_the_readme_match_their_plans(example: str, pattern: st
         "islands": len(plan.fabric.islands),
     }
     assert {key: actual[key] for key in stated} == stated
+
+
+BAD_SPEC_COMMAND = "$ myriad plan tests/spec/bad/43-several-problems.yaml"
+
+
+def test_the_bad_spec_block_is_what_myriad_plan_prints(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from myriad.cli import main
+
+    monkeypatch.chdir(ROOT)
+    code = main(["plan", "tests/spec/bad/43-several-problems.yaml"])
+    captured = capsys.readouterr()
+    assert code == 2
+    printed = [line.rstrip() for line in (captured.out + captured.err).splitlines()]
+    assert [line.rstrip() for line in _readme_block(BAD_SPEC_COMMAND)] == printed
