@@ -353,7 +353,7 @@ class NetworkRefs:
             def pick(value: Any) -> str:
                 if not isinstance(value, Mapping) or not isinstance(value.get(key), str):
                     raise StackError(f"stack {stack} exports no network.{key}; run it first")
-                return value[key]
+                return str(value[key])
 
             return network.apply(pick)
 

@@ -104,20 +104,24 @@ class StackFileConfig:
         return value
 
     def get_str(self, key: str) -> str | None:
-        return self._get(key, str, "a string")
+        value = self._get(key, str, "a string")
+        return None if value is None else str(value)
 
     def get_int(self, key: str) -> int | None:
-        return self._get(key, int, "an integer")
+        value = self._get(key, int, "an integer")
+        return None if value is None else int(value)
 
     def get_float(self, key: str) -> float | None:
         value = self._get(key, (int, float), "a number")
         return None if value is None else float(value)
 
     def get_bool(self, key: str) -> bool | None:
-        return self._get(key, bool, "true or false")
+        value = self._get(key, bool, "true or false")
+        return None if value is None else bool(value)
 
     def get_list(self, key: str) -> list[Any] | None:
-        return self._get(key, list, "a list")
+        value = self._get(key, list, "a list")
+        return None if value is None else list(value)
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""The project's own Python linters are clean: ruff (lint and format) and mypy over src/."""
+"""The project's own Python linters are clean: ruff (lint, format), mypy --strict (src, stacks)."""
 
 from __future__ import annotations
 

@@ -44,7 +44,8 @@ class ClusterState:
 
     def read_status(self) -> dict[str, Any]:
         try:
-            return json.loads(self.status_file.read_text())
+            status: dict[str, Any] = json.loads(self.status_file.read_text())
+            return status
         except FileNotFoundError:
             return {}
         except json.JSONDecodeError as exc:

@@ -12,7 +12,6 @@ from rich.table import Table
 
 from myriad.bringup.flow import (
     ClusterState,
-    FlowError,
     cluster_state,
     planned,
     render_state,
@@ -20,6 +19,7 @@ from myriad.bringup.flow import (
     run_site,
 )
 from myriad.bringup.reporting import Reporter
+from myriad.errors import FlowError
 from myriad.plan.pipeline import PlanResult
 from myriad.provision import local
 from myriad.provision.resolve import resolve_cluster

@@ -34,13 +34,14 @@ class PlanResult:
         return self.plan
 
     def to_dict(self) -> dict[str, Any]:
-        return _finite(
+        document: dict[str, Any] = _finite(
             {
                 "spec": self.loaded.source.file,
                 "plan": None if self.plan is None else self.plan.to_dict(),
                 "findings": [f.to_dict(self.loaded) for f in self.findings],
             }
         )
+        return document
 
 
 def _finite(value: Any) -> Any:

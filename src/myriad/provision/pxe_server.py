@@ -21,7 +21,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from myriad.provision.pxe_state import PxeState, PxeStateError
+from myriad.errors import PxeStateError
+from myriad.provision.pxe_state import PxeState
 
 logger = logging.getLogger(__name__)
 logger.addHandler(logging.NullHandler())

@@ -30,12 +30,11 @@ from typing import Any
 
 import yaml
 
-from myriad.errors import WaitError
+from myriad.errors import RedfishError, WaitError
 from myriad.provision.pxe_state import FINISHED, POWERING_ON, STATES, InstallRecord, PxeState
 from myriad.provision.redfish import (
     BmcCredentials,
     NodeTarget,
-    RedfishError,
     power_on_queued,
     probe_ssh,
     ssh_banner_marker,
