@@ -325,6 +325,11 @@ def pool_vars(spec: Cluster, catalog: Catalog, pool: Pool) -> dict[str, Any]:
         variables["efa_install"] = spec.provider.image != "dlami"
     if compute and fabric == "roce":
         variables["roce_nics"] = [{"netdev": p.interface, "device": p.device} for p in compute]
+    if spec.provider.kind == "baremetal":
+        # Servers: nothing but the netnames role gives the ports the names made up above.
+        named = ports_to_name(profile, catalog, fabric)
+        if named:
+            variables["netnames_ports"] = [{"name": p.interface, "device": p.device} for p in named]
     storage = ports(profile, catalog, "storage", fabric)
     group = profile.nics.storage
     if storage and group is not None and group.bond is not None:
@@ -336,11 +341,6 @@ def pool_vars(spec: Cluster, catalog: Catalog, pool: Pool) -> dict[str, Any]:
             variables["kubernetes_node_gpu_product"] = profile.gpu.model
     return variables
 
-    if spec.provider.kind == "baremetal":
-        # Servers: nothing but the netnames role gives the ports the names made up above.
-        named = ports_to_name(profile, catalog, fabric)
-        if named:
-            variables["netnames_ports"] = [{"name": p.interface, "device": p.device} for p in named]
 
 def host_role_vars(
     spec: Cluster,
