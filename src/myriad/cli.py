@@ -188,7 +188,9 @@ def build_parser() -> argparse.ArgumentParser:
     render.add_argument("--out", type=Path, required=True, metavar="DIR", help="inventory folder")
     machines = render.add_mutually_exclusive_group()
     machines.add_argument(
-        "--stack", metavar="ENV", help="take node addresses from this Pulumi stack's outputs"
+        "--stack",
+        metavar="ENV",
+        help="take node addresses (and an FSx file system) from this Pulumi stack's outputs",
     )
     machines.add_argument(
         "--stack-outputs",

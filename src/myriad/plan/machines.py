@@ -39,3 +39,36 @@ class StackNode:
             "ids": dict(self.ids),
             "public_address": self.public_address,
         }
+
+
+STORAGE_KEYS = ("kind", "dns_name", "mount_name", "mount")
+
+
+@dataclass(frozen=True, slots=True)
+class StackStorage:
+    """The shared file system a stack made (its `storage` output): FSx for Lustre on AWS.
+
+    Clients mount it as `<dns_name>@tcp:/<mount_name>` at `mount` (AWS, "Mounting from an
+    Amazon EC2 instance"); render turns it into the storage_net role's Lustre mount.
+    """
+
+    kind: str
+    dns_name: str
+    mount_name: str
+    mount: str
+
+    @property
+    def mgs_nid(self) -> str:
+        return f"{self.dns_name}@tcp"
+
+    @property
+    def source(self) -> str:
+        return f"{self.mgs_nid}:/{self.mount_name}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "dns_name": self.dns_name,
+            "mount_name": self.mount_name,
+            "mount": self.mount,
+        }

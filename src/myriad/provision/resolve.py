@@ -15,10 +15,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from myriad import paths
-from myriad.plan.machines import StackNode
+from myriad.errors import StackOutputsError
+from myriad.plan.machines import StackNode, StackStorage
 from myriad.plan.model import Plan
 from myriad.plan.pipeline import PlanResult, plan_spec
-from myriad.provision.stack_outputs import load_saved, match_spec, read_stack
+from myriad.provision.stack_outputs import (
+    StackOutputs,
+    load_saved_outputs,
+    match_spec,
+    match_storage,
+    read_stack_outputs,
+)
 from myriad.render.inventory import Connection, Inventory, build_inventory
 from myriad.render.writer import write_inventory
 from myriad.spec.catalog_models import Catalog
@@ -34,6 +41,7 @@ class ResolvedCluster:
     plan: Plan
     machines: tuple[StackNode, ...]
     inventory: Inventory
+    storage: StackStorage | None = None
 
     @property
     def loaded(self) -> LoadedSpec:
@@ -51,11 +59,46 @@ class ResolvedCluster:
 def read_machines(stack: str | None, stack_outputs: Path | None) -> list[StackNode]:
     """The machines of a Pulumi stack (run in the project folder), of a saved copy of its
     outputs, or none: then every address is planned from the spec (the local cluster)."""
+    return read_outputs(stack, stack_outputs).nodes
+
+
+def read_outputs(stack: str | None, stack_outputs: Path | None) -> StackOutputs:
+    """`read_machines`, with the file system the stack made (its `storage` output), if any."""
     if stack is not None:
-        return read_stack(stack, cwd=paths.project_root())
+        return read_stack_outputs(stack, cwd=paths.project_root())
     if stack_outputs is not None:
-        return load_saved(stack_outputs)
-    return []
+        return load_saved_outputs(stack_outputs)
+    return StackOutputs([])
+
+
+def _check_storage(
+    result: PlanResult, outputs: StackOutputs, stack: str | None, stack_outputs: Path | None
+) -> None:
+    """The stack's file system against the spec; FSx for Lustre needs the stack's address."""
+    source = f"stack {stack}" if stack is not None else str(stack_outputs)
+    spec = result.loaded.spec
+    match_storage(spec, outputs.storage, source)
+    if spec.storage.kind != "fsx-lustre" or outputs.storage is not None:
+        return
+    if stack is None and stack_outputs is None:
+        why = "no stack was given"
+        hint = (
+            "render after `pulumi up`, with --stack ENV or --stack-outputs FILE (a saved "
+            "`pulumi stack output --json`)"
+        )
+    else:
+        why = f"{source} has no `storage` output"
+        hint = (
+            "pass the stack that holds the cluster's shared resources (the VPC and the file "
+            "system), or run `pulumi up` for it"
+        )
+    problem = result.loaded.source.problem(
+        ("storage", "kind"),
+        "fsx-lustre is made by the aws stack, and the nodes mount it at the address the stack "
+        f"exports (<dns_name>@tcp:/<mount_name>); {why}",
+        hint,
+    )
+    raise StackOutputsError(problem.render())
 
 
 def resolve_cluster(
@@ -67,21 +110,25 @@ def resolve_cluster(
 ) -> ResolvedCluster:
     """`source` is a spec file, or the plan of one already made (`up` plans before it
     creates containers). PlanError when the plan has lint errors; StackOutputsError when
-    the machines disagree with the spec (a partial set is fine: island stacks come one by
-    one)."""
+    the machines or the file system disagree with the spec (a partial set is fine: island
+    stacks come one by one), or when the spec's FSx for Lustre has no stack to give its
+    address."""
     result = source if isinstance(source, PlanResult) else plan_spec(source)
     plan = result.usable_plan()
-    machines = read_machines(stack, stack_outputs)
+    outputs = read_outputs(stack, stack_outputs)
+    machines = outputs.nodes
     if machines:
         match_spec(result.loaded.spec, machines, require_all=False)
+    _check_storage(result, outputs, stack, stack_outputs)
     inventory = build_inventory(
         result.loaded.spec,
         result.loaded.catalog,
         plan,
         machines=machines,
+        filesystem=outputs.storage,
         connection=connection or Connection(),
     )
-    return ResolvedCluster(result, plan, tuple(machines), inventory)
+    return ResolvedCluster(result, plan, tuple(machines), inventory, outputs.storage)
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,24 +9,94 @@ The stack exports `nodes`, a list with one object per machine:
 It is read from `pulumi stack output --json` when the Pulumi CLI is installed, or from a file
 saved with that command. With one stack per island, the outputs of all the cluster's stacks
 are merged. `match_spec` then checks them against the spec, the other half of the inventory.
+
+A stack that made the cluster's shared file system (FSx for Lustre) also exports `storage`:
+
+    {"kind": "fsx-lustre", "dns_name": "fs-0123....fsx.us-east-1.amazonaws.com",
+     "mount_name": "abcdef01", "mount": "/fsx"}
+
+`parse_storage` reads it and `match_storage` checks it against the spec's `storage`.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import json
+import re
 import shutil
 import subprocess
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, get_args
 
 from myriad.errors import StackOutputsError
-from myriad.plan.machines import NODE_KEYS, StackNode
+from myriad.plan.machines import NODE_KEYS, STORAGE_KEYS, StackNode, StackStorage
 from myriad.plan.nodes import iter_nodes
 from myriad.spec.models import Cluster, Role
 
 _ROLES: tuple[str, ...] = get_args(Role)
+# A DNS name of letters, digits, hyphens and dots (FSx's are fs-<id>.fsx.<region>.amazonaws.com);
+# anything else would end up in fstab as a broken source.
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+_DNS_NAME = re.compile(rf"^(?=.{{1,253}}$){_LABEL}(?:\.{_LABEL})*$")
+# FSx's mount name: eight lowercase letters and digits, or `fsx` for SCRATCH_1 file systems.
+_MOUNT_NAME = re.compile(r"^[a-z0-9]{1,32}$")
+_STORAGE_KINDS = ("fsx-lustre",)
+
+
+@dataclass(frozen=True, slots=True)
+class StackOutputs:
+    """What render takes from a stack: its machines and, if it made one, the file system."""
+
+    nodes: list[StackNode]
+    storage: StackStorage | None = None
+
+
+def parse_outputs(outputs: Any, source: str = "stack outputs") -> StackOutputs:
+    """`nodes` and the optional `storage` of `pulumi stack output --json`, both checked."""
+    return StackOutputs(parse_nodes(outputs, source), parse_storage(outputs, source))
+
+
+def parse_storage(outputs: Any, source: str = "stack outputs") -> StackStorage | None:
+    """The stack's `storage` output, or None when the stack made no file system."""
+    if not isinstance(outputs, Mapping):
+        raise StackOutputsError(f"{source}: expected a JSON object of stack outputs")
+    raw = outputs.get("storage")
+    if raw is None:
+        return None
+    where = f"{source}: storage"
+    if raw == "[secret]":
+        raise StackOutputsError(f"{where} is marked secret; the stack must export it in the clear")
+    if not isinstance(raw, Mapping):
+        raise StackOutputsError(f"{where}: expected an object, not {type(raw).__name__}")
+    unknown = sorted(set(raw) - set(STORAGE_KEYS))
+    missing = [key for key in STORAGE_KEYS if key not in raw]
+    if unknown or missing:
+        raise StackOutputsError(
+            f"{where}: "
+            + "; ".join(
+                ([f"unknown keys {', '.join(unknown)}"] if unknown else [])
+                + ([f"missing keys {', '.join(missing)}"] if missing else [])
+            )
+            + f" (expected {', '.join(STORAGE_KEYS)})"
+        )
+
+    def text(key: str, pattern: re.Pattern[str], what: str) -> str:
+        value = raw[key]
+        if not isinstance(value, str) or not pattern.match(value):
+            raise StackOutputsError(f"{where}.{key}: expected {what}, got {value!r}")
+        return value
+
+    kind = raw["kind"]
+    if kind not in _STORAGE_KINDS:
+        raise StackOutputsError(f"{where}.kind: {kind!r} is not one of {', '.join(_STORAGE_KINDS)}")
+    return StackStorage(
+        kind=kind,
+        dns_name=text("dns_name", _DNS_NAME, "the file system's DNS name"),
+        mount_name=text("mount_name", _MOUNT_NAME, "the FSx mount name (e.g. abcdef01)"),
+        mount=text("mount", re.compile(r"^/\S*$"), "an absolute path"),
+    )
 
 
 def parse_nodes(outputs: Any, source: str = "stack outputs") -> list[StackNode]:
@@ -102,6 +172,11 @@ def _check_ip(value: str, where: str) -> None:
 
 def load_saved(path: Path) -> list[StackNode]:
     """Nodes from a file saved with `pulumi stack output --json > FILE`."""
+    return load_saved_outputs(path).nodes
+
+
+def load_saved_outputs(path: Path) -> StackOutputs:
+    """Nodes and storage from a file saved with `pulumi stack output --json > FILE`."""
     try:
         document = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -110,7 +185,7 @@ def load_saved(path: Path) -> list[StackNode]:
         raise StackOutputsError(f"{path}: cannot read: {exc}") from None
     except json.JSONDecodeError as exc:
         raise StackOutputsError(f"{path}:{exc.lineno}:{exc.colno}: not JSON: {exc.msg}") from None
-    return parse_nodes(document, str(path))
+    return parse_outputs(document, str(path))
 
 
 def pulumi_cli() -> str | None:
@@ -119,6 +194,11 @@ def pulumi_cli() -> str | None:
 
 def read_stack(stack: str, *, cwd: Path, timeout_s: float = 120.0) -> list[StackNode]:
     """Nodes of `stack`, through `pulumi stack output --json` run in the project at `cwd`."""
+    return read_stack_outputs(stack, cwd=cwd, timeout_s=timeout_s).nodes
+
+
+def read_stack_outputs(stack: str, *, cwd: Path, timeout_s: float = 120.0) -> StackOutputs:
+    """Nodes and storage of `stack`, through `pulumi stack output --json` at `cwd`."""
     cli = pulumi_cli()
     if cli is None:
         raise StackOutputsError(
@@ -147,7 +227,7 @@ def read_stack(stack: str, *, cwd: Path, timeout_s: float = 120.0) -> list[Stack
         document = json.loads(done.stdout)
     except json.JSONDecodeError as exc:
         raise StackOutputsError(f"stack {stack}: the CLI printed no JSON ({exc.msg})") from None
-    return parse_nodes(document, f"stack {stack}")
+    return parse_outputs(document, f"stack {stack}")
 
 
 def merge(stacks: Iterable[tuple[str, Sequence[StackNode]]]) -> list[StackNode]:
@@ -209,3 +289,23 @@ def match_spec(
             "spec):\n  " + "\n  ".join(problems)
         )
     return by_name
+
+
+def match_storage(spec: Cluster, storage: StackStorage | None, source: str) -> None:
+    """The stack's file system against the spec's `storage`: same kind, same mount point.
+
+    A stack that made no file system passes here; whether the spec needs one is the caller's
+    question (a partial set of island stacks may not include the stack that holds it).
+    """
+    if storage is None:
+        return
+    if spec.storage.kind != storage.kind:
+        raise StackOutputsError(
+            f"{source}: storage: the stack made a {storage.kind} file system but the spec's "
+            f"storage.kind is {spec.storage.kind} (run `pulumi up` for the stack, or fix the spec)"
+        )
+    if storage.mount != spec.storage.mount:
+        raise StackOutputsError(
+            f"{source}: storage.mount is {storage.mount!r} in the stack, "
+            f"{spec.storage.mount!r} in the spec (run `pulumi up` for the stack, or fix the spec)"
+        )

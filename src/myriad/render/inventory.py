@@ -1,7 +1,7 @@
 """The Ansible inventory: the one contract between the spec and the roles.
 
-`build_inventory` is pure: spec + plan (+ the machines a stack made) in, groups and
-variables out. Groups: by role (`controller`, `login`, `compute`, `storage`), by pool
+`build_inventory` is pure: spec + plan (+ the machines and the file system a stack made) in,
+groups and variables out. Groups: by role (`controller`, `login`, `compute`, `storage`), by pool
 (`pool_<name>`) and by island (`island_<nn>`). Cluster-wide settings go to `all`, what a
 server shape implies to its pool's group, and what differs per node (addresses, island,
 leaf switches) to host_vars. Every role variable carries its role's prefix and is
@@ -16,7 +16,7 @@ from typing import Any
 
 from myriad.plan.addresses import host_addresses, rail_addresses
 from myriad.plan.fabric import leaf_placement
-from myriad.plan.machines import StackNode
+from myriad.plan.machines import StackNode, StackStorage
 from myriad.plan.model import Plan
 from myriad.plan.nodes import NodeRecord, container_name, iter_nodes
 from myriad.render.role_vars import (
@@ -62,6 +62,7 @@ def build_inventory(
     plan: Plan,
     *,
     machines: Iterable[StackNode] = (),
+    filesystem: StackStorage | None = None,
     connection: Connection = Connection(),
 ) -> Inventory:
     nodes = list(iter_nodes(spec))
@@ -117,7 +118,7 @@ def build_inventory(
         host_vars[node.name] = variables
 
     group_vars: dict[str, dict[str, Any]] = {
-        "all": cluster_vars(spec, catalog, plan, nodes, addresses)
+        "all": cluster_vars(spec, catalog, plan, nodes, addresses, filesystem=filesystem)
     }
     group_vars["all"]["slurm_topology_switches"] = slurm_topology(spec, plan, nodes)
     group_vars.update(role_group_vars(spec, nodes, addresses))

@@ -11,7 +11,9 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from myriad.errors import StackOutputsError
 from myriad.plan.fabric import leaf_placement
+from myriad.plan.machines import StackStorage
 from myriad.plan.model import Plan
 from myriad.plan.nodes import NodeRecord
 from myriad.plan.ports import ports, ports_to_name
@@ -37,6 +39,8 @@ def cluster_vars(
     plan: Plan,
     nodes: Sequence[NodeRecord],
     addresses: Mapping[str, str],
+    *,
+    filesystem: StackStorage | None = None,
 ) -> dict[str, Any]:
     variables: dict[str, Any] = {
         "myriad_cluster": spec.metadata.name,
@@ -48,7 +52,7 @@ def cluster_vars(
     variables.update(_driver_vars(spec))
     variables.update(_rdma_vars(spec))
     variables.update(_nccl_vars(spec, plan))
-    variables.update(_storage_vars(spec))
+    variables.update(_storage_vars(spec, filesystem))
     variables.update(_container_vars(spec, plan))
     if spec.software.orchestrator == "slurm":
         variables.update(_slurm_vars(spec, nodes, addresses))
@@ -173,10 +177,12 @@ def _nccl_vars(spec: Cluster, plan: Plan) -> dict[str, Any]:
     return variables
 
 
-def _storage_vars(spec: Cluster) -> dict[str, Any]:
+def _storage_vars(spec: Cluster, made: StackStorage | None = None) -> dict[str, Any]:
     storage = spec.storage
     if storage.kind == "none":
         return {"storage_net_mount_kind": "none"}
+    if storage.kind == "fsx-lustre":
+        return _fsx_vars(spec, made)
     variables: dict[str, Any] = {
         "storage_net_mount_kind": storage.kind,
         "storage_net_mount_path": storage.mount,
@@ -191,6 +197,29 @@ def _storage_vars(spec: Cluster) -> dict[str, Any]:
         variables["storage_net_beegfs_mgmtd_host"] = storage.server
     if storage.options:
         variables["storage_net_mount_options_extra"] = list(storage.options)
+    return variables
+
+
+def _fsx_vars(spec: Cluster, made: StackStorage | None) -> dict[str, Any]:
+    """FSx for Lustre is a Lustre mount of `<dns_name>@tcp:/<mount_name>`, both of which
+    only the stack knows (AWS, "Mounting from an Amazon EC2 instance"). The client comes from
+    AWS's FSx repository, built for AWS's kernels; LNet keeps its default (tcp on the node's
+    primary interface, where the file system's ENI is reachable): no storage bond on AWS."""
+    if made is None:
+        raise StackOutputsError(
+            "storage.kind is fsx-lustre: its address (<dns_name>@tcp:/<mount_name>) comes from "
+            "the aws stack's `storage` output; render with --stack ENV or --stack-outputs FILE"
+        )
+    variables: dict[str, Any] = {
+        "storage_net_mount_kind": "lustre",
+        "storage_net_mount_path": spec.storage.mount,
+        "storage_net_lustre_mgs_nids": made.mgs_nid,
+        "storage_net_lustre_fsname": made.mount_name,
+        "storage_net_lustre_source": "fsx",
+        "storage_net_lustre_lnet_networks": "",
+    }
+    if spec.storage.options:
+        variables["storage_net_mount_options_extra"] = list(spec.storage.options)
     return variables
 
 
