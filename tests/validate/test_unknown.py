@@ -141,14 +141,38 @@ def test_a_gpu_that_reports_neither_remapping_nor_retirement_is_an_error(
     assert_unknown(found["gpu.health"], "neither row remapping nor page retirement reported")
 
 
+def test_mig_and_ecc_modes_the_driver_did_not_report_are_errors(
+    sample: Callable[[str], str],
+) -> None:
+    expected = {"gpu.mig": {"capable": True}, "gpu.ecc": True}
+    # The A100 capture without its <mig_mode> and with ECC's pending mode unreadable.
+    cut = re.sub(r"<mig_mode>.*?</mig_mode>", "", sample(A100), count=1, flags=re.S)
+    cut = cut.replace("<pending_ecc>Enabled", "<pending_ecc>[Unknown Error]", 1)
+    found = run(expected, {"nvidia_smi": probe(cut)})
+    assert_unknown(found["gpu.mig"], "GPU 0: MIG mode not reported")
+    assert_unknown(found["gpu.ecc"], "GPU 0: ECC mode not reported")
+    timed_out = run(expected, {"nvidia_smi": TIMED_OUT})
+    assert_unknown(timed_out["gpu.mig"], "timed out")
+    assert_unknown(timed_out["gpu.ecc"], "timed out")
+
+
 # --- fabric -----------------------------------------------------------------------------------
 
 
-def sysfs(ports: Mapping[str, Mapping[str, str]], pci: str = "0000:17:00.0") -> dict[str, Any]:
+def sysfs(
+    ports: Mapping[str, Mapping[str, str]],
+    pci: str = "0000:17:00.0",
+    device_files: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
     files = {
         f"{device}/ports/1/{name}": value
         for device, attributes in ports.items()
         for name, value in attributes.items()
+    }
+    files |= {
+        f"{device}/{name}": value
+        for device in ports
+        for name, value in (device_files or {}).items()
     }
     devices = {device: {"pci": pci, "netdevs": []} for device in ports}
     return probe(json.dumps({"files": files, "devices": devices}))
@@ -190,6 +214,42 @@ def test_hca_state_of_an_unreadable_sysfs_tree_is_an_error() -> None:
     )
     assert_unknown(found["hca.present"], "could not read sysfs infiniband output")
     assert_unknown(found["hca.state"], "could not read sysfs infiniband output")
+
+
+def test_hca_model_and_counters_the_kernel_did_not_give_are_errors() -> None:
+    port = {"state": "4: ACTIVE", "phys_state": "5: LinkUp", "link_layer": "InfiniBand"}
+    model = {"model": "ConnectX-7", "ca_types": ["MT4129", "MT4126"], "firmware_major": 28}
+    limits = {"link_downed": 0, "symbol_error": 10}
+    # No hca_type or fw_ver file, and no counters/ directory for the port.
+    found = run(
+        {
+            "hca.model": {"names": ["mlx5_0"], "value": model},
+            "hca.firmware": {"names": ["mlx5_0"], "value": "28.39.1002"},
+            "hca.errors": {"names": ["mlx5_0"], "value": limits},
+        },
+        {"sysfs_infiniband": sysfs({"mlx5_0": port})},
+    )
+    assert_unknown(found["hca.model"], "mlx5_0 CA type not reported")
+    assert_unknown(found["hca.firmware"], "mlx5_0 firmware not reported")
+    assert_unknown(found["hca.errors"], "mlx5_0 no counters")
+    typed = {"hca_type": "MT4129", "fw_ver": "unknown"}
+    garbled = run(
+        {"hca.model": {"names": ["mlx5_0"], "value": model}},
+        {"sysfs_infiniband": sysfs({"mlx5_0": port}, device_files=typed)},
+    )
+    assert_unknown(garbled["hca.model"], "mlx5_0 firmware 'unknown' is not a version")
+    # One counter of the two, and a tree that cannot be read at all.
+    with_one = {**port, "counters/link_downed": "0"}
+    one = run(
+        {"hca.errors": {"names": ["mlx5_0"], "value": limits}},
+        {"sysfs_infiniband": sysfs({"mlx5_0": with_one})},
+    )
+    assert_unknown(one["hca.errors"], "mlx5_0 symbol_error not reported")
+    broken = run(
+        {"hca.errors": {"names": ["mlx5_0"], "value": limits}},
+        {"sysfs_infiniband": probe("{truncated", rc=0)},
+    )
+    assert_unknown(broken["hca.errors"], "could not read sysfs infiniband output")
 
 
 # --- roce -------------------------------------------------------------------------------------

@@ -38,6 +38,7 @@ from myriad.validate.checks.model import ClusterExpectations, NodeExpectations
 DEFAULT_ROLES = (
     "common",
     "nvidia_driver",
+    "rdma",
     "roce",
     "storage_net",
     "nccl",

@@ -51,6 +51,7 @@ from myriad.validate.parsers import (
     parse_nvlink_status,
     parse_scontrol_nodes,
     parse_scontrol_topology,
+    parse_sysfs_counters,
     parse_sysfs_infiniband,
 )
 from myriad.validate.parsers.common import first_line
@@ -192,6 +193,9 @@ class NodeFacts:
     kube_nodes: Fact[tuple[KubeNode, ...]] = NOT_GATHERED
     # `fi_info -p efa -t FI_EP_RDM`: the RDM domains of the EFA devices (rdmap16s27-rdm, ...).
     efa_domains: Fact[tuple[str, ...]] = NOT_GATHERED
+    # Each RDMA device's first port's error counters (sysfs ports/N/counters/), counter ->
+    # value, None where the port has no PMA; a device without counter files is absent.
+    hca_counters: Fact[Mapping[str, Mapping[str, int | None]]] = NOT_GATHERED
     # Each interface's IPv4 addresses as ADDRESS/PREFIX (`ip -j -4 addr`).
     addresses: Fact[Mapping[str, tuple[str, ...]]] = NOT_GATHERED
     seconds: float | None = None
@@ -329,7 +333,10 @@ def _pci(text: str) -> Mapping[str, PciFunction]:
     return functions
 
 
-def _sysfs_ib(text: str) -> tuple[IbReport, Mapping[str, HcaLink]]:
+_IbSysfs = tuple[IbReport, Mapping[str, HcaLink], Mapping[str, Mapping[str, int | None]]]
+
+
+def _sysfs_ib(text: str) -> _IbSysfs:
     data = _json_object("sysfs infiniband", text)
     files, devices = data.get("files"), data.get("devices")
     if not isinstance(files, dict) or not isinstance(devices, dict):
@@ -342,7 +349,14 @@ def _sysfs_ib(text: str) -> tuple[IbReport, Mapping[str, HcaLink]]:
         links[name] = HcaLink(pci=str(entry.get("pci")), netdevs=tuple(str(n) for n in netdevs))
     # A device directory with no readable files is still a device: the parser needs files.
     report = parse_sysfs_infiniband(files) if files else IbReport(devices=())
-    return report, links
+    # The first port's counters, as hca_ports holds the first port's state.
+    parsed = parse_sysfs_counters(files) if files else {}
+    counters = {
+        device.name: parsed[device.name][device.ports[0].number]
+        for device in report.devices
+        if device.ports and device.ports[0].number in parsed.get(device.name, {})
+    }
+    return report, links, counters
 
 
 def _bonds(text: str) -> Mapping[str, Bond]:
@@ -480,16 +494,22 @@ def _time(probes: Mapping[str, Any]) -> Fact[TimeSync]:
     return read_probe(probes, "timedatectl", "timedatectl show", _timedatectl)
 
 
-def _hcas(probes: Mapping[str, Any]) -> tuple[Fact[IbReport], Fact[Mapping[str, HcaLink]]]:
+def _hcas(
+    probes: Mapping[str, Any],
+) -> tuple[
+    Fact[IbReport],
+    Fact[Mapping[str, HcaLink]],
+    Fact[Mapping[str, Mapping[str, int | None]]],
+]:
     sysfs = read_probe(probes, "sysfs_infiniband", "sysfs infiniband", _sysfs_ib)
     if sysfs.ok:
-        report, links = sysfs.get()
-        return ok(report), ok(links)
+        report, links, counters = sysfs.get()
+        return ok(report), ok(links), ok(counters)
     # Without sysfs (never on Linux with RDMA devices, but a sandbox may hide it) ibstat
-    # still tells state and rate; the PCI mapping is then unknown.
+    # still tells state and rate; the PCI mapping and the counters are then unknown.
     ibstat = read_probe(probes, "ibstat", "ibstat", parse_ibstat)
-    missing: Fact[Mapping[str, HcaLink]] = Fact(sysfs.state, None, sysfs.detail)
-    return (ibstat if ibstat.ok else Fact(sysfs.state, None, sysfs.detail)), missing
+    missing: Fact[Any] = Fact(sysfs.state, None, sysfs.detail)
+    return (ibstat if ibstat.ok else missing), missing, missing
 
 
 def unreadable(host: str, reason: str) -> NodeFacts:
@@ -531,7 +551,7 @@ def node_facts(host: str, document: object) -> NodeFacts:
     if not isinstance(probes, Mapping):
         return unreadable(host, "the gatherer's document has no probes")
     units = [str(u) for u in args.get("units", [])] if isinstance(args, Mapping) else []
-    hcas, hca_links = _hcas(probes)
+    hcas, hca_links, hca_counters = _hcas(probes)
     qos = {
         name.split(":", 1)[1]: read_probe(probes, name, f"mlnx_qos -i {name[9:]}", parse_mlnx_qos)
         for name in probes
@@ -545,6 +565,7 @@ def node_facts(host: str, document: object) -> NodeFacts:
         nvlink=read_probe(probes, "nvlink", "nvidia-smi nvlink --status", parse_nvlink_status),
         hcas=hcas,
         hca_links=hca_links,
+        hca_counters=hca_counters,
         pci=read_probe(probes, "pci", "pci sysfs", _pci),
         qos=qos,
         bonds=read_probe(probes, "bonding", "/proc/net/bonding", _bonds),

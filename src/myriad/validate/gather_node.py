@@ -67,6 +67,22 @@ DEFAULT_UNITS = (
 )
 # PCI vendors whose functions' links are read: NVIDIA GPUs / NVSwitches and Mellanox NICs.
 PCI_VENDORS = ("0x10de", "0x15b3")
+# The IBTA PortCounters error counters Linux exposes under ports/N/counters/ (drivers/
+# infiniband/core/sysfs.c); traffic counters are left out, they say nothing of health.
+IB_ERROR_COUNTERS = (
+    "symbol_error",
+    "link_error_recovery",
+    "link_downed",
+    "port_rcv_errors",
+    "port_rcv_remote_physical_errors",
+    "port_rcv_switch_relay_errors",
+    "port_xmit_discards",
+    "port_xmit_constraint_errors",
+    "port_rcv_constraint_errors",
+    "local_link_integrity_errors",
+    "excessive_buffer_overrun_errors",
+    "VL15_dropped",
+)
 KUBECONFIGS = ("/etc/kubernetes/admin.conf", "/root/.kube/config")
 
 
@@ -183,7 +199,8 @@ def _attr(path: str) -> str | None:
 
 
 def sysfs_infiniband(root: str) -> Record:
-    """Port state, rate and link layer of every RDMA device, its PCI function and netdevs."""
+    """Port state, rate, link layer and error counters of every RDMA device, its PCI
+    function and netdevs."""
     top = at(root, "/sys/class/infiniband")
     if not os.path.isdir(top):
         return _record(
@@ -203,6 +220,10 @@ def sysfs_infiniband(root: str) -> Record:
                 value = _attr(os.path.join(port, name))
                 if value is not None:
                     files[f"{device}/ports/{number}/{name}"] = value
+            for name in IB_ERROR_COUNTERS:
+                value = _attr(os.path.join(port, "counters", name))
+                if value is not None:
+                    files[f"{device}/ports/{number}/counters/{name}"] = value
         pci = os.path.realpath(os.path.join(base, "device"))
         netdevs = (
             sorted(os.listdir(os.path.join(base, "device", "net")))

@@ -449,3 +449,97 @@ GPUDIRECT_PEERMEM = Check(
     evaluate=_evaluate_peermem,
     explain=lambda expected: f"{expected} loaded",
 )
+
+
+# --- gpu.mig ---------------------------------------------------------------------------------
+
+# GPU families that can be partitioned (NVIDIA Multi-Instance GPU User Guide, "Supported
+# GPUs"). Other GPUs print MIG mode N/A: for them that is the answer, not a gap.
+MIG_FAMILIES = frozenset(
+    {"a100", "a30", "a800", "h100", "h800", "h200", "h20", "b100", "b200", "b300", "gb200"}
+)
+
+
+def _derive_mig(c: Context) -> Expect | Skip:
+    if (skip := _no_gpus(c)) is not None:
+        return skip
+    assert c.profile.gpu is not None
+    # The spec has no MIG setting: Slurm's gres and Kubernetes' nvidia.com/gpu count whole
+    # GPUs and NCCL runs on whole GPUs, so MIG must be off. With it on, the node exposes
+    # MIG devices, and CUDA applications see no GPU unless they name a MIG device.
+    return Expect(
+        {"capable": c.profile.gpu.model.split("-")[0].lower() in MIG_FAMILIES},
+        f"{c.p}.gpu.model",
+        "drain {node}, disable MIG (nvidia-smi -i N -mig 0), then reset the GPU or reboot",
+    )
+
+
+def _evaluate_mig(
+    expected: dict[str, Any], facts: NodeFacts, view: ClusterView, node: str
+) -> Outcome:
+    if (problem := _gpus_or(facts)) is not None:
+        return problem
+    on, unread, unsupported = [], [], 0
+    for gpu in facts.gpus.get().gpus:
+        current, pending = gpu.mig_current, gpu.mig_pending
+        if current is None and pending is None and not expected["capable"]:
+            unsupported += 1
+        elif current is None or pending is None:
+            unread.append(f"GPU {gpu.index}: MIG mode not reported")
+        elif current:
+            on.append(f"GPU {gpu.index} MIG on" + ("" if pending else ", off after reset"))
+        elif pending:
+            on.append(f"GPU {gpu.index} MIG on after reset")
+    count = len(facts.gpus.get().gpus)
+    good = f"off on {count} GPUs" if not unsupported else f"not supported on {unsupported} GPUs"
+    return verdict(on, good, unread)
+
+
+GPU_MIG = Check(
+    id="gpu.mig",
+    title="MIG mode off",
+    spec_fields=("profiles.*.gpu.model",),
+    derive=_derive_mig,
+    evaluate=_evaluate_mig,
+    explain=lambda expected: "off (current and pending) on every GPU",
+)
+
+
+# --- gpu.ecc ---------------------------------------------------------------------------------
+
+
+def _derive_ecc(c: Context) -> Expect | Skip:
+    if (skip := _no_gpus(c)) is not None:
+        return skip
+    # Every GPU of the catalog is a data-center part with ECC memory, on from the factory:
+    # off, a bit flip corrupts a training step silently and row remapping cannot act.
+    return Expect(
+        True,
+        f"{c.p}.gpu.model",
+        "drain {node}, enable ECC (nvidia-smi -i N -e 1), then reset the GPU or reboot",
+    )
+
+
+def _evaluate_ecc(expected: bool, facts: NodeFacts, view: ClusterView, node: str) -> Outcome:
+    if (problem := _gpus_or(facts)) is not None:
+        return problem
+    off, unread = [], []
+    for gpu in facts.gpus.get().gpus:
+        current, pending = gpu.ecc_current, gpu.ecc_pending
+        if current is None or pending is None:
+            unread.append(f"GPU {gpu.index}: ECC mode not reported")
+        elif not current:
+            off.append(f"GPU {gpu.index} ECC off" + (", on after reset" if pending else ""))
+        elif not pending:
+            off.append(f"GPU {gpu.index} ECC on, off after reset")
+    return verdict(off, f"on for {len(facts.gpus.get().gpus)} GPUs", unread)
+
+
+GPU_ECC = Check(
+    id="gpu.ecc",
+    title="ECC enabled on every GPU",
+    spec_fields=("profiles.*.gpu.model",),
+    derive=_derive_ecc,
+    evaluate=_evaluate_ecc,
+    explain=lambda expected: "on (current and pending) for every GPU",
+)

@@ -13,6 +13,7 @@ from myriad.validate.parsers.infiniband import (
     IbReport,
     parse_ibstat,
     parse_ibv_devinfo,
+    parse_sysfs_counters,
     parse_sysfs_infiniband,
 )
 from myriad.validate.parsers.iplink import Interface, parse_ip_addr, parse_ip_link
@@ -91,5 +92,6 @@ __all__ = [
     "parse_scontrol_topology",
     "parse_sinfo_count_gres",
     "parse_sinfo_node_gres",
+    "parse_sysfs_counters",
     "parse_sysfs_infiniband",
 ]

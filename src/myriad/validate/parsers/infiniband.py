@@ -26,6 +26,7 @@ __all__ = [
     "IbReport",
     "parse_ibstat",
     "parse_ibv_devinfo",
+    "parse_sysfs_counters",
     "parse_sysfs_infiniband",
 ]
 
@@ -328,6 +329,36 @@ def _sysfs_device(name: str, attrs: dict[str, str], ports: dict[int, dict[str, s
         board_id=_optional(attrs.get("board_id")),
         ports=tuple(_sysfs_port(name, n, ports[n]) for n in sorted(ports)),
     )
+
+
+# The value a port without a Performance Management Agent gives for every counter
+# (iWARP devices such as i40iw: "N/A (no PMA)").
+_NO_PMA = re.compile(r"N/A\b.*")
+
+
+@guarded(TOOL_SYSFS)
+def parse_sysfs_counters(files: Mapping[str, str]) -> dict[str, dict[int, dict[str, int | None]]]:
+    """The port counters among sysfs files (`mlx5_0/ports/1/counters/symbol_error`):
+    device -> port -> counter -> value, None where the port has no PMA ("N/A (no PMA)").
+
+    Other files are ignored; a device or port without counter files is absent."""
+    counters: dict[str, dict[int, dict[str, int | None]]] = {}
+    for path, content in files.items():
+        if not isinstance(path, str) or not isinstance(content, str):
+            raise ParseFailure(TOOL_SYSFS, f"entry {path!r}: path and content must be text")
+        parts = _sysfs_relative(path)
+        if len(parts) != 5 or parts[1] != "ports" or parts[3] != "counters":
+            continue
+        value = content.strip()
+        number = to_int(TOOL_SYSFS, parts[2], f"{path} port number")
+        if _NO_PMA.fullmatch(value):
+            reading: int | None = None
+        elif re.fullmatch(r"[0-9]+", value):
+            reading = int(value)
+        else:
+            raise ParseFailure(TOOL_SYSFS, f"{path}: counter is not a number: {value!r}")
+        counters.setdefault(parts[0], {}).setdefault(number, {})[parts[4]] = reading
+    return counters
 
 
 # --- ibv_devinfo -------------------------------------------------------------------------
