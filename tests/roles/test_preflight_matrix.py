@@ -12,6 +12,10 @@ Either `myriad render` refuses the combination with a located message (file:line
 every preflight passes. This is what would have caught the Slurm role refusing both rendered
 examples (AutoDetect=nvml on Ubuntu 22.04, three controllers).
 
+The test also holds that each of roce, storage_net, nccl, kubernetes, efa and netnames ran at
+least one of its own preflight checks (not only its argument spec) on every host it applies to,
+and that each example's nodes reach the roles its fabric, orchestrator and storage bond call for.
+
 Hosts are grouped by what their variables can change (groups, and the boolean host variables
 such as `infiniband_opensm_enabled`; addresses and names only differ), and one host per group
 runs: 12,519 rendered hosts of h100-100k become a handful.
@@ -242,9 +246,11 @@ def failures(report: dict[str, Any]) -> list[str]:
         for task in play.get("tasks", []):
             for host, outcome in task.get("hosts", {}).items():
                 if outcome.get("failed") or outcome.get("unreachable"):
+                    # A loop's failure says only "One or more items failed": add the items'.
+                    items = [r.get("msg") for r in outcome.get("results", []) if r.get("failed")]
                     found.append(
                         f"{play['play']['name']} / {task['task']['name']} on {host}: "
-                        f"{outcome.get('msg')}"
+                        f"{outcome.get('msg')}{''.join(f' | {m}' for m in items)}"
                     )
     return found
 
@@ -258,6 +264,50 @@ def tasks_run(report: dict[str, Any], host: str) -> list[str]:
             if outcome is not None and not outcome.get("skipped"):
                 names.append(task["task"]["name"])
     return names
+
+
+# Roles whose input checks are tagged `preflight` besides their argument spec.
+PREFLIGHT_ROLES = ("roce", "storage_net", "nccl", "kubernetes", "efa", "netnames")
+_ARG_SPEC = "Validating arguments against arg spec"
+
+
+def _is_preflight_check(role: str, task: str) -> bool:
+    """A task of `role` that is one of its own checks, not its argument spec or a vars load."""
+    return task.startswith(f"{role} : ") and _ARG_SPEC not in task and "Load the" not in task
+
+
+def roles_validated(report: dict[str, Any], hosts: list[str]) -> dict[str, set[str]]:
+    """Role -> the hosts on which it validated its arguments (so it applies to them)."""
+    found: dict[str, set[str]] = {}
+    for host in hosts:
+        for task in tasks_run(report, host):
+            if _ARG_SPEC in task:
+                found.setdefault(task.split(" : ")[0], set()).add(host)
+    return found
+
+
+def roles_expected(spec: dict[str, Any]) -> set[str]:
+    """The roles of PREFLIGHT_ROLES a spec's nodes must walk, from the spec's own fields."""
+    network = spec.get("network", {})
+    fabric = network.get("fabric", "ethernet")
+    expected = {"nccl"}  # every example has GPU compute nodes
+    if fabric == "roce":
+        expected.add("roce")
+    if fabric == "efa":
+        expected.add("efa")
+    if spec["software"].get("orchestrator", "slurm") == "kubernetes":
+        expected.add("kubernetes")
+    bonded = any(
+        isinstance(nic, dict) and nic.get("bond")
+        for profile in spec.get("profiles", {}).values()
+        for nic in [profile.get("nics", {}).get("storage")]
+    )
+    if bonded:
+        expected.add("storage_net")
+    # Render names the RoCE rails and the bond members' ports.
+    if fabric == "roce" or bonded:
+        expected.add("netnames")
+    return expected
 
 
 def render(spec: Path, out: Path) -> subprocess.CompletedProcess[str]:
@@ -309,6 +359,15 @@ def test_every_role_accepts_the_rendered_inventory(
         ran = tasks_run(report, host)
         assert any("common : Validating arguments against arg spec" in t for t in ran), (host, ran)
         assert any("common : Check the inputs" in t for t in ran), (host, ran)
+    # Each of these roles ran its own preflight checks, not only its argument spec, on every
+    # host it applies to (the hosts whose arguments it validated).
+    validated = roles_validated(report, hosts)
+    for role in PREFLIGHT_ROLES:
+        for host in validated.get(role, set()):
+            checks = [t for t in tasks_run(report, host) if _is_preflight_check(role, t)]
+            assert checks, f"{role} validated its arguments on {host} but ran no preflight check"
+    expected = roles_expected(yaml.safe_load(variant.read_text()))
+    assert expected <= set(validated), (expected, sorted(validated))
     slurm = yaml.safe_load(variant.read_text())["software"].get("orchestrator", "slurm") == "slurm"
     if slurm:
         checked = [
@@ -340,6 +399,60 @@ def test_the_slurm_preflight_refuses_what_a_node_cannot_do(tmp_path: Path) -> No
     )
     assert any("packages no Slurm NVML plugin" in f for f in failures(report)), failures(report)
     assert report["rc"] != 0
+
+
+@pytest.mark.parametrize(
+    ("role", "tasks_from", "variables", "message"),
+    [
+        (
+            "roce",
+            "main.yml",
+            {"roce_nics": [{"netdev": "rail0", "device": "mlx5_0", "address": "10.64.0.0/20"}]},
+            "is the network or broadcast address of 10.64.0.0/20",
+        ),
+        (
+            "roce",
+            "main.yml",
+            {"roce_nics": [{"netdev": "rail0", "device": "mlx5_0", "address": "10.64.15.255/20"}]},
+            "is the network or broadcast address of 10.64.0.0/20",
+        ),
+        (
+            "roce",
+            "main.yml",
+            {
+                "roce_route_table_base": 250,
+                "roce_nics": [
+                    {"netdev": f"rail{i}", "device": f"mlx5_{i}", "address": f"10.64.{i}.11/24"}
+                    for i in range(4)
+                ],
+            },
+            "must lie within 1-252",
+        ),
+        (
+            "efa",
+            "main.yml",
+            {"efa_require_device": False, "efa_expected_devices": 4},
+            "0 when efa_require_device is false",
+        ),
+    ],
+)
+def test_the_new_preflight_checks_refuse_inconsistent_inputs(
+    role: str, tasks_from: str, variables: dict[str, Any], message: str, tmp_path: Path
+) -> None:
+    """The preflight-tagged input checks stop on a bad inventory, before any node task."""
+    tasks = [
+        {
+            "name": f"Run the {role} preflight",
+            "ansible.builtin.include_role": {"name": role, "tasks_from": tasks_from},
+            # The include itself runs under any tag; inside, only the `preflight` tasks do.
+            "tags": ["always"],
+        }
+    ]
+    extra = [arg for key, value in variables.items() for arg in ("-e", json.dumps({key: value}))]
+    report = run_play(tasks, "ubuntu-22.04", tmp_path, *extra, "--tags", "preflight,always")
+    found = failures(report)
+    assert report["rc"] != 0
+    assert any(message in " ".join(f.split()) for f in found), found
 
 
 # --- Role order and the driver role's module logic ------------------------------------------
