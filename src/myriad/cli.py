@@ -31,6 +31,10 @@ def _cmd_plan(args: argparse.Namespace, out: Console, err: Console) -> int:
 
     result = plan_spec(args.spec)
     document = result.to_dict()
+    if args.cabling is not None or args.svg is not None:
+        from myriad.views.fabric_files import write_fabric_files
+
+        document["cabling"] = write_fabric_files(result, args.cabling, args.svg)
     if args.out is not None:
         atomic_write_text(args.out / "plan.json", json.dumps(document, indent=2) + "\n")
     if args.json:
@@ -125,6 +129,23 @@ def _split(value: str | None) -> list[str] | None:
 
 
 def _cmd_validate(args: argparse.Namespace, out: Console, err: Console) -> int:
+    if args.fabric:
+        from myriad.validate.fabric_service import run_validate_fabric
+
+        return run_validate_fabric(
+            args.spec,
+            from_file=args.fabric_from,
+            stack=args.stack,
+            stack_outputs=args.stack_outputs,
+            json_output=args.json,
+            junit=args.junit,
+            speed_cap=args.speed_cap,
+            console=out,
+        )
+    if args.fabric_from is not None or args.speed_cap is not None:
+        from myriad.errors import FabricInputError
+
+        raise FabricInputError("--from and --speed-cap go with --fabric")
     from myriad.validate.service import run_validate
 
     return run_validate(
@@ -179,6 +200,13 @@ def build_parser() -> argparse.ArgumentParser:
     plan.add_argument("spec", type=Path, help="the cluster.yaml")
     plan.add_argument("--json", action="store_true", help="print the plan and findings as JSON")
     plan.add_argument("--out", type=Path, metavar="DIR", help="also write DIR/plan.json")
+    plan.add_argument(
+        "--cabling",
+        type=Path,
+        metavar="FILE",
+        help="write the cabling plan (one row per cable) as CSV; --json then lists the cables",
+    )
+    plan.add_argument("--svg", type=Path, metavar="FILE", help="draw the fabric as SVG")
     plan.set_defaults(handler=_cmd_plan)
 
     render = commands.add_parser(
@@ -246,6 +274,23 @@ def build_parser() -> argparse.ArgumentParser:
         "--perf", action="store_true", help="also run nccl-tests and ib_write_bw (real clusters)"
     )
     validate.add_argument("--limit", metavar="HOSTS", help="comma-separated hosts or groups")
+    validate.add_argument(
+        "--fabric",
+        action="store_true",
+        help="compare the discovered InfiniBand fabric (ibnetdiscover) with the cabling plan",
+    )
+    validate.add_argument(
+        "--from",
+        dest="fabric_from",
+        type=Path,
+        metavar="FILE",
+        help="with --fabric: ibnetdiscover output saved to FILE, instead of running it",
+    )
+    validate.add_argument(
+        "--speed-cap",
+        metavar="SPEED",
+        help="with --fabric: judge links planned faster than SPEED (e.g. HDR) at SPEED",
+    )
     validate.set_defaults(handler=_cmd_validate)
 
     provision = commands.add_parser("provision", help="bare-metal installs started by pulumi up")

@@ -162,3 +162,9 @@ class ValidateError(MyriadError):
     """Validation cannot run as asked (bad --limit, no inventory, too few nodes for --perf)."""
 
     exit_code = 1
+
+
+class FabricInputError(MyriadError):
+    """Discovered-fabric input (`validate --fabric --from FILE`) that cannot be read."""
+
+    exit_code = 2
