@@ -57,7 +57,8 @@ def _role_files(tmp_path: Path) -> tuple[Path, Path]:
     spec.write_text(
         STARTER.read_text().replace(
             "subnet_manager: switch",
-            'subnet_manager: opensm\n    sm_nodes: [gpu01]\n    partition_keys: ["0x7fff", "0x8001"]',
+            "subnet_manager: opensm\n    sm_nodes: [gpu01]\n"
+            '    partition_keys: ["0x7fff", "0x8001"]',
         )
     )
     assert main(["render", str(spec), "--out", str(tmp_path / "inventory")]) == 0
