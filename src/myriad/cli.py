@@ -140,12 +140,13 @@ def _cmd_validate(args: argparse.Namespace, out: Console, err: Console) -> int:
             json_output=args.json,
             junit=args.junit,
             speed_cap=args.speed_cap,
+            topology_conf=args.topology_conf,
             console=out,
         )
-    if args.fabric_from is not None or args.speed_cap is not None:
+    if args.fabric_from is not None or args.speed_cap is not None or args.topology_conf:
         from myriad.errors import FabricInputError
 
-        raise FabricInputError("--from and --speed-cap go with --fabric")
+        raise FabricInputError("--from, --speed-cap and --topology-conf go with --fabric")
     from myriad.validate.service import run_validate
 
     return run_validate(
@@ -290,6 +291,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--speed-cap",
         metavar="SPEED",
         help="with --fabric: judge links planned faster than SPEED (e.g. HDR) at SPEED",
+    )
+    validate.add_argument(
+        "--topology-conf",
+        type=Path,
+        metavar="FILE",
+        help="with --fabric: write Slurm's topology.conf from the discovered fabric",
     )
     validate.set_defaults(handler=_cmd_validate)
 

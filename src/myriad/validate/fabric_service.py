@@ -19,9 +19,12 @@ from rich.console import Console
 
 from myriad import paths
 from myriad.errors import FabricInputError, ValidateError
+from myriad.fsutil import atomic_write_text
 from myriad.plan.cabling import iter_cables
+from myriad.plan.fabric import iter_switch_tree
 from myriad.plan.pipeline import PlanResult, plan_spec
 from myriad.validate.cabling import CHECK_OF, SPEEDS, Comparison, compare_fabric, fabric_report
+from myriad.validate.fabric_topology import discovered_tree, topology_conf, tree_differences
 from myriad.validate.parsers.common import ParseFailure
 from myriad.validate.parsers.ibnetdiscover import parse_ibnetdiscover
 from myriad.validate.report import ValidationReport, to_json, write_junit
@@ -135,6 +138,18 @@ def _gather(spec_path: Path, stack: str | None, stack_outputs: Path | None) -> t
     return discovered_text(result.events, host), f"ibnetdiscover on {host}"
 
 
+def _write_topology(plan_result: PlanResult, discovered: str, path: Path) -> list[str]:
+    """Write topology.conf from the discovered fabric; lines saying where its tree differs."""
+    loaded = plan_result.loaded
+    found = discovered_tree(parse_ibnetdiscover(discovered))
+    atomic_write_text(path, topology_conf(found))
+    differences = tree_differences(iter_switch_tree(loaded.spec, loaded.catalog), found)
+    head = f"topology.conf from the discovered fabric written to {path}"
+    if not differences:
+        return [f"{head}; its tree is the planned one"]
+    return [f"{head}; where its tree differs from the plan:", *differences]
+
+
 def run_validate_fabric(
     spec_path: Path,
     *,
@@ -144,6 +159,7 @@ def run_validate_fabric(
     json_output: bool = False,
     junit: Path | None = None,
     speed_cap: str | None = None,
+    topology_conf: Path | None = None,
     console: Console | None = None,
 ) -> int:
     out = console or Console()
@@ -157,10 +173,13 @@ def run_validate_fabric(
         text, source = _gather(spec_path, stack, stack_outputs)
     plan_result = plan_spec(spec_path)
     comparison, report = check_fabric(plan_result, text, source=source, speed_cap=speed_cap)
+    lines = fabric_lines(report.cluster, source, comparison)
+    if topology_conf is not None:
+        lines.extend(_write_topology(plan_result, text, topology_conf))
     if json_output:
         sys.stdout.write(to_json(report))
     else:
-        for line in fabric_lines(report.cluster, source, comparison):
+        for line in lines:
             out.print(line, markup=False, highlight=False, soft_wrap=True)
     if junit is not None:
         write_junit(report, junit)
