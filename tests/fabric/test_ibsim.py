@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 
 import pytest
-from test_compare import FAT_TREE, STARTER, STARTER_FAULTS, starter_faulty_links
+from test_fabric_compare import FAT_TREE, STARTER, STARTER_FAULTS, starter_faulty_links
 
 from ibsim_fabric import Simulator, add_hca, available, narrow, planned, remove, swap
 from myriad.plan.ibnet import SIM_SPEED_CAP, NetLink, ibsim_net, links_from_cables

@@ -1,6 +1,6 @@
 """The README's fabric section shows what the commands print: the cabling CSV's first
 lines and the miswire report (from the ibsim capture test_ibsim.py rebuilds); the pictures
-it links are the ones test_svg.py regenerates."""
+it links are the ones test_fabric_svg.py regenerates."""
 
 from __future__ import annotations
 

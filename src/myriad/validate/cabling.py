@@ -16,6 +16,9 @@ Each finding explains a fault once and nothing else:
 - any other cable in another place: `wrong-port`, with the move that fixes it;
 - a link in the right place at another width or speed: `wrong-width` / `wrong-speed`;
 - a link between planned devices on ports the plan leaves free: `unexpected-link`.
+
+Findings come in that order of kind for devices, then by cable number, then the
+unexpected links, so a report reads the same on every run.
 """
 
 from __future__ import annotations
