@@ -34,7 +34,9 @@ def _cmd_plan(args: argparse.Namespace, out: Console, err: Console) -> int:
     if args.cabling is not None or args.svg is not None:
         from myriad.views.fabric_files import write_fabric_files
 
-        document["cabling"] = write_fabric_files(result, args.cabling, args.svg)
+        cabling = write_fabric_files(result, args.cabling, args.svg)
+        if cabling:
+            document["cabling"] = cabling
     if args.out is not None:
         atomic_write_text(args.out / "plan.json", json.dumps(document, indent=2) + "\n")
     if args.json:
