@@ -435,3 +435,19 @@ def test_dcgm_exporter_unit_is_written_for_real_use() -> None:
     tasks = (role / "tasks" / "dcgm_exporter.yml").read_text()
     assert "datacenter-gpu-manager-exporter={{ monitoring_dcgm_exporter_version }}" in tasks
     assert "selection: hold" in tasks
+
+
+# --- the README ------------------------------------------------------------------------------
+
+
+def test_the_readme_names_every_alert_and_the_local_url() -> None:
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("## Monitoring") :]
+    section = section[: section.index("\n## ", 1)]
+    for example in EXAMPLES:
+        rules = yaml.safe_load(rendered(example)["rules/myriad.yml"])
+        for group in rules["groups"]:
+            for rule in group["rules"]:
+                assert f"`{rule['alert']}`" in section, f"{example}: {rule['alert']}"
+    url = prometheus_url(planned("local").loaded.spec)
+    assert f"Prometheus: {url}" in section
