@@ -28,8 +28,11 @@ from myriad.plan.pipeline import plan_loaded
 from myriad.render.monitoring import alert_rules
 from myriad.spec import load_spec_text
 
+from spec_builder import load_example
+
 ROOT = Path(__file__).resolve().parents[2]
 STARTER = ROOT / "inventories" / "starter-64" / "cluster.yaml"
+EXAMPLES = sorted(p.parent.name for p in (ROOT / "inventories").glob("*/cluster.yaml"))
 BAD, GOOD = "gpu03", "gpu01"
 ALL_DEVICES = ", ".join(f"mlx5_{i}" for i in range(8))
 
@@ -319,6 +322,14 @@ def _rules_by_name(rules: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 def test_every_alert_has_a_case() -> None:
     assert sorted(_rules_by_name(starter_rules())) == sorted(CASES)
+
+
+@pytest.mark.parametrize("example", EXAMPLES)
+def test_every_examples_alerts_are_among_the_cases(example: str) -> None:
+    result = plan_loaded(load_example(example))
+    assert result.plan is not None
+    rules = alert_rules(result.loaded.spec, result.loaded.catalog, result.plan)
+    assert set(_rules_by_name(rules)) <= set(CASES)
 
 
 def test_every_rule_names_what_is_expected_and_a_runbook() -> None:
