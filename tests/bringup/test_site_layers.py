@@ -77,7 +77,8 @@ def example(name: str, **replace: str) -> str:
 @pytest.mark.slow
 def test_local_cluster_nodes_need_only_slurm(tmp_path: Path) -> None:
     groups = layer_groups(example("local"), tmp_path)
-    assert groups == {"myriad_layer_slurm": ["ctl01", "node01", "node02", "node03"]}
+    everyone = ["ctl01", "node01", "node02", "node03"]
+    assert groups == {"myriad_layer_slurm": everyone, "myriad_layer_monitoring": everyone}
 
 
 @pytest.mark.slow

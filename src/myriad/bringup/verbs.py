@@ -23,6 +23,7 @@ from myriad.errors import FlowError
 from myriad.plan.pipeline import PlanResult
 from myriad.provision import local
 from myriad.provision.resolve import resolve_cluster
+from myriad.render.monitoring import prometheus_url
 from myriad.render.writer import write_inventory
 from myriad.runner import TUNED, Tuning
 
@@ -172,6 +173,8 @@ def status(spec_path: Path, console: Console) -> int:
         )
     else:
         console.print("no bring-up recorded yet")
+    if url := prometheus_url(spec):
+        console.print(f"Prometheus: {url}")
     return 0
 
 

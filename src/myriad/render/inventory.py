@@ -11,7 +11,7 @@ documented in that role's `meta/argument_specs.yml`.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from myriad.plan.addresses import host_addresses, rail_addresses
@@ -19,6 +19,7 @@ from myriad.plan.fabric import leaf_placement
 from myriad.plan.machines import StackNode, StackStorage
 from myriad.plan.model import Plan
 from myriad.plan.nodes import NodeRecord, container_name, iter_nodes
+from myriad.render.monitoring import monitoring_files, monitoring_group_vars, monitoring_groups
 from myriad.render.role_vars import (
     cluster_vars,
     host_role_vars,
@@ -46,6 +47,8 @@ class Inventory:
     groups: Mapping[str, Sequence[str]]
     group_vars: Mapping[str, Mapping[str, Any]]
     host_vars: Mapping[str, Mapping[str, Any]]
+    # Files beside the variables, by path relative to the inventory (monitoring/...).
+    files: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def hosts(self) -> Sequence[str]:
@@ -124,11 +127,23 @@ def build_inventory(
     group_vars.update(role_group_vars(spec, nodes, addresses))
     for name, values in pool_vars_by_name.items():
         group_vars[f"pool_{name}"] = values
+    groups.update(monitoring_groups(spec, nodes))
+    for group, values in monitoring_group_vars(spec, nodes, addresses).items():
+        group_vars.setdefault(group, {}).update(values)
+    files = (
+        {
+            f"monitoring/{path}": text
+            for path, text in monitoring_files(spec, catalog, plan, nodes, addresses).items()
+        }
+        if spec.monitoring.enabled
+        else {}
+    )
     return Inventory(
         cluster=spec.metadata.name,
         groups={name: hosts for name, hosts in groups.items()},
         group_vars=group_vars,
         host_vars=host_vars,
+        files=files,
     )
 
 

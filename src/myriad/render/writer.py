@@ -60,6 +60,9 @@ def write_inventory(inventory: Inventory, out: Path) -> Path:
         # JSON (which Ansible reads like YAML) for the one file per host: PyYAML's
         # representer would spend seconds on 12,500 small files.
         _write_vars(staging / "host_vars", inventory.host_vars, ".json", _dump_json)
+        for relative, text in inventory.files.items():
+            (staging / relative).parent.mkdir(parents=True, exist_ok=True)
+            _write(staging / relative, text)
         os.chmod(staging, 0o755)
         _swap_in(staging, out)
     except BaseException:

@@ -23,6 +23,7 @@ from pydantic import (
 )
 
 from myriad.spec.catalog_models import Catalog, PcieGen, Whole
+from myriad.spec.monitoring import Monitoring
 
 # Every count in a spec is bounded, so that no number makes planning or rendering hang: the
 # largest clusters built so far hold a few hundred thousand GPUs (tens of thousands of nodes).
@@ -675,6 +676,10 @@ class Cluster(_Model):
     software: Software
     facility: Facility = Facility()
     workload: Workload = Workload()
+    monitoring: Monitoring = Field(
+        default_factory=Monitoring,
+        description="Prometheus, Alertmanager, exporters and alert rules from the spec and plan",
+    )
     catalog: Catalog = Field(
         default_factory=Catalog, description="Entries added to or replacing the shipped catalog"
     )

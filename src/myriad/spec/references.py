@@ -225,7 +225,9 @@ def _host_references(
 ) -> Iterator[Problem]:
     ib_nodes = _sequence(_mapping(_mapping(data.get("network")).get("infiniband")).get("sm_nodes"))
     bmc_hosts = _sequence(_mapping(data.get("provider")).get("hosts"))
-    if not ib_nodes and not bmc_hosts:
+    monitoring_servers = _sequence(_mapping(data.get("monitoring")).get("servers"))
+    yield from _monitoring_server_default(data, pools, source)
+    if not ib_nodes and not bmc_hosts and not monitoring_servers:
         return
     counts = {name: count for _, name, count in _named_pools(pools)}
 
@@ -251,6 +253,11 @@ def _host_references(
                 f"'{node}' is not a host of any pool",
                 hint(node),
             )
+    for index, node in enumerate(monitoring_servers):
+        if isinstance(node, str) and not is_host(node):
+            yield source.problem(
+                ("monitoring", "servers", index), f"'{node}' is not a host of any pool", hint(node)
+            )
     for index, raw in enumerate(bmc_hosts):
         name = _mapping(raw).get("name")
         if isinstance(name, str) and not is_host(name):
@@ -259,6 +266,20 @@ def _host_references(
                 f"'{name}' is not a host of any pool",
                 hint(name),
             )
+
+
+def _monitoring_server_default(
+    data: Mapping[str, Any], pools: tuple[Any, ...], source: SourceMap
+) -> Iterator[Problem]:
+    monitoring = _mapping(data.get("monitoring"))
+    if monitoring.get("enabled") is not True or monitoring.get("servers"):
+        return
+    if not any(_mapping(pool).get("role") == "controller" for pool in pools):
+        yield source.problem(
+            ("monitoring", "enabled"),
+            "monitoring is enabled, but no pool has role controller to run Prometheus on",
+            "name the hosts that run it: monitoring: {servers: [<host>]}",
+        )
 
 
 _NETWORKS = (
