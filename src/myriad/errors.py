@@ -162,3 +162,19 @@ class ValidateError(MyriadError):
     """Validation cannot run as asked (bad --limit, no inventory, too few nodes for --perf)."""
 
     exit_code = 1
+
+
+# --- day-2 operations ---------------------------------------------------------------------
+
+
+class OpsError(MyriadError):
+    """A day-2 operation cannot go on: Slurm refused, a node is held by the health runner,
+    a roll's saved state is missing or damaged."""
+
+    exit_code = 1
+
+
+class OpsInputError(OpsError):
+    """A day-2 command's arguments are unusable (an unknown node, a malformed --batch)."""
+
+    exit_code = 2
