@@ -101,7 +101,9 @@ def test_batches_cover_every_node_once_island_by_island(
             plan_batches(nodes, islands, batch=batch, max_unavailable=cap, unavailable=unavailable)
         assert cap is not None and cap.of(len(nodes)) <= out
         return
-    batches = plan_batches(nodes, islands, batch=batch, max_unavailable=cap, unavailable=unavailable)
+    batches = plan_batches(
+        nodes, islands, batch=batch, max_unavailable=cap, unavailable=unavailable
+    )
     rolled = [node for b in batches for node in b.nodes]
     # Every node exactly once.
     assert sorted(rolled) == sorted(nodes)
