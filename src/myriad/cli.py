@@ -221,6 +221,19 @@ def _cmd_roll(args: argparse.Namespace, out: Console, err: Console) -> int:
     return roll(args.spec, out, options, **where)
 
 
+def _cmd_replace(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from myriad.ops.replace import replace
+
+    return replace(
+        args.spec,
+        args.node,
+        out,
+        reason=args.reason,
+        drain_timeout_s=args.drain_timeout,
+        kill_after_s=args.kill_after,
+    )
+
+
 def _add_ops_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     def cluster_source(command: argparse.ArgumentParser) -> None:
         source = command.add_mutually_exclusive_group()
@@ -291,6 +304,29 @@ def _add_ops_commands(commands: argparse._SubParsersAction[argparse.ArgumentPars
     )
     cluster_source(roll)
     roll.set_defaults(handler=_cmd_roll)
+
+    replace = commands.add_parser(
+        "replace", help="a node on a new machine (local: a new container), converged, validated"
+    )
+    replace.add_argument("spec", type=Path, help="the cluster.yaml")
+    replace.add_argument("node", help="the compute node whose machine is replaced")
+    replace.add_argument(
+        "--reason", default="machine replaced", help="recorded as the drain reason"
+    )
+    replace.add_argument(
+        "--drain-timeout",
+        type=float,
+        default=3600.0,
+        metavar="S",
+        help="seconds to wait for the node's jobs before giving up",
+    )
+    replace.add_argument(
+        "--kill-after",
+        type=float,
+        metavar="S",
+        help="cancel the node's jobs after S seconds (never without it)",
+    )
+    replace.set_defaults(handler=_cmd_replace)
 
 
 Handler = Callable[[argparse.Namespace, Console, Console], int]

@@ -261,3 +261,25 @@ def test_batch_failures_name_the_check_and_ignore_the_drain_itself() -> None:
         "node02": "nccl.conf (expected defaults, found NCCL_DEBUG=INFO)",
         "node04": "unreachable or gathering failed: timeout",
     }
+
+
+def test_replace_takes_over_another_drain_and_skips_the_controllers(tmp_path: Path) -> None:
+    clock = Clock()
+    slurm = FakeSlurm(clock)
+    slurm.states["node02"] = NodeState("node02", "drained", "myriad-health: gpu.ecc failed")
+    options = RollOptions(reason="machine replaced")
+    state = RollState.create(
+        tmp_path,
+        cluster="c",
+        reason="myriad: replace by root: machine replaced",
+        options={**options.to_dict(), "reason": options.reason},
+        batches=[{"index": 1, "island": None, "nodes": ["node02"]}],
+        controller="done",
+        take_over=True,
+    )
+    steps = FakeSteps(clock)
+    assert roll(state, slurm, steps, clock) == 0
+    assert steps.controller_vars == [] and steps.converged == [("node02",)]
+    assert slurm.drained() == ["node02"]
+    assert slurm.states["node02"].state == "idle"
+    assert ("node02", "taken-over") in events(state)

@@ -266,8 +266,12 @@ class _Loop:
             if current is None:
                 self.skip(node, "Slurm does not know it")
             elif current.drained and current.reason != self.reason:
-                # Someone else's drain (the health runner, an operator): not ours to undo.
-                self.skip(node, f"already drained by someone else ({current.reason})")
+                if self.state.data.get("take_over"):
+                    self.say(node, "taken-over", f"was drained: {current.reason}")
+                    ours.append(node)
+                else:
+                    # Someone else's drain (the health runner, an operator): not ours to undo.
+                    self.skip(node, f"already drained by someone else ({current.reason})")
             else:
                 ours.append(node)
         if not ours:

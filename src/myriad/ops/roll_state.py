@@ -64,6 +64,8 @@ class RollState:
         reason: str,
         options: Mapping[str, Any],
         batches: Sequence[Mapping[str, Any]],
+        controller: str = "pending",
+        take_over: bool = False,
     ) -> RollState:
         nodes = {
             node: {"status": "pending", "batch": batch["index"], "detail": ""}
@@ -77,7 +79,9 @@ class RollState:
                 "cluster": cluster,
                 "reason": reason,
                 "options": dict(options),
-                "controller": "pending",
+                "controller": controller,
+                # replace: a drain by someone else is taken over (the new machine is the fix).
+                "take_over": take_over,
                 "batches": [dict(b) for b in batches],
                 "nodes": nodes,
                 "finished": False,
