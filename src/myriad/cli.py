@@ -234,6 +234,19 @@ def _cmd_replace(args: argparse.Namespace, out: Console, err: Console) -> int:
     )
 
 
+def _cmd_remove(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from myriad.ops.remove import remove
+
+    return remove(
+        args.spec,
+        _split(args.nodes) or [],
+        out,
+        reason=args.reason,
+        drain_timeout_s=args.drain_timeout,
+        kill_after_s=args.kill_after,
+    )
+
+
 def _add_ops_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     def cluster_source(command: argparse.ArgumentParser) -> None:
         source = command.add_mutually_exclusive_group()
@@ -327,6 +340,27 @@ def _add_ops_commands(commands: argparse._SubParsersAction[argparse.ArgumentPars
         help="cancel the node's jobs after S seconds (never without it)",
     )
     replace.set_defaults(handler=_cmd_replace)
+
+    remove = commands.add_parser(
+        "remove", help="nodes the spec no longer names leave Slurm once their jobs ended"
+    )
+    remove.add_argument("spec", type=Path, help="the cluster.yaml, its pool count lowered")
+    remove.add_argument("nodes", help="comma-separated compute nodes to remove")
+    remove.add_argument("--reason", default="removed from the cluster", help="the drain reason")
+    remove.add_argument(
+        "--drain-timeout",
+        type=float,
+        default=3600.0,
+        metavar="S",
+        help="seconds to wait for the nodes' jobs before giving up",
+    )
+    remove.add_argument(
+        "--kill-after",
+        type=float,
+        metavar="S",
+        help="cancel the nodes' jobs after S seconds (never without it)",
+    )
+    remove.set_defaults(handler=_cmd_remove)
 
 
 Handler = Callable[[argparse.Namespace, Console, Console], int]

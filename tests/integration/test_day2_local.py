@@ -220,9 +220,13 @@ def test_drain_and_resume_say_who_and_respect_the_health_runner(day2: Day2) -> N
 
     forced = day2.myriad("resume", spec, "node02,node03", "--force", timeout=120)
     assert forced.returncode == 0, forced.stderr
-    assert {node: state for node, (state, _) in sinfo(day2).items()} == {
-        "node01": "idle", "node02": "idle", "node03": "idle",
-    }  # fmt: skip
+    # Right after a resume sinfo may show `idle*` until slurmctld's next ping of the node.
+    wait_until(
+        "three idle nodes",
+        lambda: [state for state, _ in sinfo(day2).values()] == ["idle"] * 3,
+        timeout=120,
+    )
+    assert all(reason == "" for _, reason in sinfo(day2).values())
 
     unknown = day2.myriad("drain", spec, "node09", "--reason", "x", timeout=120)
     assert unknown.returncode == 2
@@ -233,7 +237,9 @@ def test_drain_and_resume_say_who_and_respect_the_health_runner(day2: Day2) -> N
 @pytest.mark.slow
 def test_roll_waits_for_jobs_survives_kills_and_resumes(day2: Day2) -> None:
     spec = str(day2.spec)
-    jobs = {"node01": submit(day2, "node01", 45), "node02": submit(day2, "node02", 75)}
+    # Long enough that the roll reaches node01 and node02 while their jobs still run: the
+    # plan, the controller and node03 come first.
+    jobs = {"node01": submit(day2, "node01", 80), "node02": submit(day2, "node02", 130)}
     wait_until(
         "both jobs running",
         lambda: len(day2.node("ctl01", "squeue", "-h", "-t", "R", "-o", "%i").split()) == 2,
@@ -301,7 +307,7 @@ def test_roll_waits_for_jobs_survives_kills_and_resumes(day2: Day2) -> None:
         assert "MessageTimeout=40" in day2.node(node, "cat", "/etc/slurm/slurm.conf"), node
     config = day2.node("ctl01", "scontrol", "show", "config")
     assert re.search(r"MessageTimeout\s*=\s*40 sec", config), config
-    assert {state for state, _ in sinfo(day2).values()} == {"idle"}
+    wait_until("idle nodes", lambda: {s for s, _ in sinfo(day2).values()} == {"idle"}, 120)
     validated = day2.myriad("validate", spec, timeout=600)
     assert validated.returncode == 0, validated.stdout[-4000:]
 
@@ -394,3 +400,32 @@ def test_scale_out_keeps_a_running_job(day2: Day2) -> None:
     assert sorted(sinfo(day2)) == ["node01", "node02", "node03", "node04"]
     hosts = day2.node("ctl01", "timeout", "120", "srun", "-N4", "hostname")
     assert sorted(hosts.split()) == ["node01", "node02", "node03", "node04"]
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_remove_waits_for_the_job_then_takes_the_node_out(day2: Day2) -> None:
+    job = submit(day2, "node04", 20)
+    wait_until(
+        "the job running",
+        lambda: day2.node("ctl01", "squeue", "-h", "-j", job, "-o", "%T").strip() == "RUNNING",
+        timeout=60,
+    )
+    refused = day2.myriad("remove", str(day2.spec), "node04", timeout=120)
+    assert refused.returncode == 2 and "node04 still in the spec" in refused.stderr
+    text = day2.spec.read_text()
+    day2.spec.write_text(text.replace("count: 4, role: compute", "count: 3, role: compute"))
+    started = time.monotonic()
+    removed = day2.myriad("remove", str(day2.spec), "node04", "--reason", "scale in")
+    print(f"remove of node04 with a 20 s job: {time.monotonic() - started:.0f} s")
+    assert removed.returncode == 0, removed.stdout[-6000:] + removed.stderr[-3000:]
+    record = job_record(day2, job)
+    assert (record["JobState"], record["ExitCode"]) == ("COMPLETED", "0:0"), record
+    log = removed.stdout
+    assert log.index("node04 jobs-ended") < log.index("slurm-conf") < log.index("node04 removed")
+    assert sorted(sinfo(day2)) == ["node01", "node02", "node03"]
+    left = subprocess.run(
+        ["docker", "ps", "-a", "-q", "--filter", f"name=^{day2.name}-node04$"],
+        capture_output=True, text=True, timeout=60, check=True,
+    )  # fmt: skip
+    assert left.stdout.strip() == ""

@@ -283,3 +283,26 @@ def test_replace_takes_over_another_drain_and_skips_the_controllers(tmp_path: Pa
     assert slurm.drained() == ["node02"]
     assert slurm.states["node02"].state == "idle"
     assert ("node02", "taken-over") in events(state)
+
+
+def test_sigterm_stops_the_roll_while_a_step_runs_in_its_worker() -> None:
+    import os
+    import signal
+    import threading
+    import time
+
+    from myriad.ops.roll import _sigterm_stops, in_worker
+
+    finished = threading.Event()
+
+    def step() -> str:
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.5)
+        finished.set()
+        return "done"
+
+    with _sigterm_stops(), pytest.raises(KeyboardInterrupt):
+        in_worker(step)
+    # The main thread stopped at once; the step still ran to its end in its thread.
+    assert finished.wait(5)
+    assert in_worker(lambda: 7) == 7

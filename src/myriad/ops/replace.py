@@ -28,6 +28,7 @@ from myriad.ops.roll import (
     _cluster_lock,
     _prepare,
     _sigterm_stops,
+    in_worker,
     run_roll,
 )
 from myriad.ops.roll_state import RollState
@@ -49,6 +50,9 @@ class ReplaceSteps(AnsibleSteps):
     def converge(
         self, nodes: Sequence[str], extravars: Mapping[str, Any] | None = None
     ) -> dict[str, str]:
+        return in_worker(lambda: self._replace(nodes, extravars))
+
+    def _replace(self, nodes: Sequence[str], extravars: Mapping[str, Any] | None) -> dict[str, str]:
         spec = self.cluster.spec
         for node in nodes:
             local.docker("rm", "--force", container_name(spec, node), timeout=120)
@@ -57,7 +61,7 @@ class ReplaceSteps(AnsibleSteps):
                     if made.get(n) != "created"}  # fmt: skip
         rest = [n for n in nodes if n not in failures]
         if rest:
-            failures.update(super().converge(rest, extravars))
+            failures.update(self._converge(rest, extravars))
         return failures
 
 

@@ -29,12 +29,13 @@ from __future__ import annotations
 
 import contextlib
 import signal
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import yaml
 from rich.console import Console
@@ -55,6 +56,7 @@ from myriad.runner import TUNED, new_run_dir, run_playbook
 # would fail for every node being rolled.
 DRAINED_ON_PURPOSE = frozenset({"slurm.node-state"})
 SLURM_CONF_TASK = "Render slurm.conf"
+T = TypeVar("T")
 ONE = Amount(1, percent=False)
 NONE = Amount(0, percent=False)
 
@@ -153,6 +155,34 @@ def _cluster_lock(state_root: Path, verb: str) -> Iterator[None]:
     """The roll's whole run happens inside this: the place to hold the cluster's run lock
     (`<state root>/run.lock`), so no bring-up or second roll runs on the nodes meanwhile."""
     yield
+
+
+def in_worker(work: Callable[[], T]) -> T:
+    """Run one Ansible step in a worker thread and wait for it.
+
+    ansible-runner replaces SIGTERM and SIGINT with handlers that only set a flag when it
+    runs in the main thread, and leaves them so: the roll would never stop again. From a
+    worker thread it installs nothing, so a signal reaches the roll's own handler at once;
+    the step being run finishes in its thread (the interpreter waits for it on the way out)
+    and its result is dropped: the node's saved status still says the step is to be done,
+    and `--resume` does it again (every step is idempotent).
+    """
+    box: list[T] = []
+    failure: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            box.append(work())
+        except BaseException as exc:  # handed to the waiting thread as it is
+            failure.append(exc)
+
+    worker = threading.Thread(target=target, name="myriad-roll-step")
+    worker.start()
+    while worker.is_alive():
+        worker.join(0.2)
+    if failure:
+        raise failure[0]
+    return box[0]
 
 
 @contextlib.contextmanager
@@ -463,6 +493,9 @@ class AnsibleSteps:
         }
 
     def controller_reload(self, controllers: Sequence[str]) -> tuple[Reload, list[str]]:
+        return in_worker(lambda: self._controller_reload(controllers))
+
+    def _controller_reload(self, controllers: Sequence[str]) -> tuple[Reload, list[str]]:
         outcome = run_playbook(
             paths.playbook("site.yml"),
             self.inventory_dir / "hosts.yml",
@@ -482,6 +515,11 @@ class AnsibleSteps:
     def converge(
         self, nodes: Sequence[str], extravars: Mapping[str, Any] | None = None
     ) -> dict[str, str]:
+        return in_worker(lambda: self._converge(nodes, extravars))
+
+    def _converge(
+        self, nodes: Sequence[str], extravars: Mapping[str, Any] | None = None
+    ) -> dict[str, str]:
         outcome = run_playbook(
             paths.playbook("site.yml"),
             self.inventory_dir / "hosts.yml",
@@ -499,6 +537,9 @@ class AnsibleSteps:
         return failures
 
     def validate(self, nodes: Sequence[str]) -> dict[str, str]:
+        return in_worker(lambda: self._validate(nodes))
+
+    def _validate(self, nodes: Sequence[str]) -> dict[str, str]:
         from myriad.validate.service import validate_cluster
 
         report = validate_cluster(
