@@ -650,7 +650,7 @@ def roll(
             state = new_roll(
                 state_root, cluster.spec.metadata.name, options, compute, _islands(cluster), slurm
             )
-            state.log("roll", "started", f"by {current_user()}: {state.data['reason']}")
+            state.log("roll", "started", state.data["reason"])
         saved = RollOptions.from_dict(state.data["options"])
         steps = AnsibleSteps(cluster, state_root, state.run_dir, saved)
         return run_roll(state, slurm, steps, console, controllers)
