@@ -306,3 +306,16 @@ def test_sigterm_stops_the_roll_while_a_step_runs_in_its_worker() -> None:
     # The main thread stopped at once; the step still ran to its end in its thread.
     assert finished.wait(5)
     assert in_worker(lambda: 7) == 7
+
+
+def test_a_node_resumed_while_the_roll_was_stopped_is_drained_again(tmp_path: Path) -> None:
+    clock = Clock()
+    slurm = FakeSlurm(clock)
+    state, _ = start(tmp_path, slurm)
+    with pytest.raises(KeyboardInterrupt):
+        roll(state, slurm, FakeSteps(clock, interrupt_on="node02"), clock)
+    slurm.resume(["node02"])  # an operator, while the roll was stopped
+    again = RollState.load(state.run_dir)
+    assert roll(again, slurm, FakeSteps(clock), clock) == 0
+    assert slurm.drained() == ["node01", "node02", "node02", "node03"]
+    assert ("node02", "drained-again") in events(again)

@@ -286,6 +286,7 @@ class _Loop:
         self.say(f"batch{index}", "end")
 
     def drain(self, nodes: list[str]) -> None:
+        self.check_still_drained([n for n in nodes if self.state.status(n) == "drained"])
         to_drain = [n for n in nodes if self.state.status(n) == "pending"]
         if not to_drain:
             return
@@ -311,6 +312,18 @@ class _Loop:
         for node in ours:
             self.state.set(node, "drained", drained_at=now)
             self.say(node, "drained")
+
+    def check_still_drained(self, nodes: list[str]) -> None:
+        """A resumed roll finds its drained nodes as it left them, or drains them again: a
+        node someone resumed meanwhile may have taken jobs, and the play waits for them."""
+        if not nodes:
+            return
+        states = self.slurm.nodes(nodes)
+        lost = [n for n in nodes if n in states and not states[n].drained]
+        if lost:
+            self.slurm.drain(lost, self.reason)
+            for node in lost:
+                self.say(node, "drained-again", "it was resumed while the roll was stopped")
 
     def wait_for_jobs(self, nodes: list[str]) -> list[str]:
         """Nodes whose jobs have ended; the others are skipped at the drain timeout."""
