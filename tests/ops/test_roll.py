@@ -319,3 +319,26 @@ def test_a_node_resumed_while_the_roll_was_stopped_is_drained_again(tmp_path: Pa
     assert roll(again, slurm, FakeSteps(clock), clock) == 0
     assert slurm.drained() == ["node01", "node02", "node02", "node03"]
     assert ("node02", "drained-again") in events(again)
+
+
+def test_vars_file_keys_must_be_role_variables(tmp_path: Path) -> None:
+    from myriad.errors import OpsInputError
+    from myriad.ops.roll import read_variables
+
+    good = tmp_path / "good.yaml"
+    good.write_text("common_packages_extra: [probe=2.0]\nslurm_message_timeout: 40\n")
+    assert read_variables(good) == {
+        "common_packages_extra": ["probe=2.0"],
+        "slurm_message_timeout": 40,
+    }
+    typo = tmp_path / "typo.yaml"
+    typo.write_text("common_packages_extra: []\nslurm_mesage_timeout: 40\nmessage_timeout: 4\n")
+    with pytest.raises(OpsInputError) as raised:
+        read_variables(typo)
+    assert raised.value.exit_code == 2
+    assert str(raised.value).startswith(f"{typo}:2: slurm_mesage_timeout is no role's variable")
+    assert str(raised.value).endswith("did you mean slurm_message_timeout?")
+    listed = tmp_path / "list.yaml"
+    listed.write_text("- a\n")
+    with pytest.raises(OpsInputError, match=":1: expected a mapping"):
+        read_variables(listed)

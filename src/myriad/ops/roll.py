@@ -28,6 +28,7 @@ The whole run sits under `_cluster_lock`, the one place to hold the cluster's ru
 from __future__ import annotations
 
 import contextlib
+import difflib
 import signal
 import threading
 import time
@@ -115,9 +116,19 @@ class Steps(Protocol):
     def validate(self, nodes: Sequence[str]) -> dict[str, str]: ...
 
 
+def role_variables() -> set[str]:
+    """Every variable some role declares in its meta/argument_specs.yml."""
+    names: set[str] = set()
+    for specs in sorted(paths.roles_dir().glob("*/meta/argument_specs.yml")):
+        data = yaml.safe_load(specs.read_text()) or {}
+        for entry in (data.get("argument_specs") or {}).values():
+            names.update((entry or {}).get("options") or {})
+    return names
+
+
 def read_variables(path: Path) -> dict[str, Any]:
-    """`--vars FILE`: role variables for this roll (a pin, a new setting). Each key must
-    carry a role's prefix, so a typo fails here, not silently in Ansible."""
+    """`--vars FILE`: role variables for this roll (a pin, a new setting). Each must be
+    declared by a role's argument spec, so a typo fails here, not silently in Ansible."""
     try:
         text = path.read_text()
     except OSError as exc:
@@ -132,21 +143,19 @@ def read_variables(path: Path) -> dict[str, Any]:
         return {}
     if not isinstance(data, dict):
         raise OpsInputError(f"{path}:1: expected a mapping of role variables (name: value)")
-    roles = sorted(p.name for p in paths.roles_dir().iterdir() if (p / "tasks").is_dir())
+    known = role_variables()
     for key in data:
-        if not any(str(key).startswith(f"{role}_") for role in roles):
-            line = next(
-                (
-                    i
-                    for i, text_line in enumerate(text.splitlines(), 1)
-                    if text_line.startswith(f"{key}:")
-                ),
-                1,
-            )
-            raise OpsInputError(
-                f"{path}:{line}: {key} is no role's variable; a role variable starts with its "
-                f"role's name ({', '.join(f'{r}_' for r in roles)})"
-            )
+        if str(key) in known:
+            continue
+        line = next(
+            (i for i, row in enumerate(text.splitlines(), 1) if row.startswith(f"{key}:")), 1
+        )
+        close = difflib.get_close_matches(str(key), sorted(known), n=1)
+        hint = f"; did you mean {close[0]}?" if close else ""
+        raise OpsInputError(
+            f"{path}:{line}: {key} is no role's variable (none of the roles' "
+            f"meta/argument_specs.yml declares it){hint}"
+        )
     return dict(data)
 
 
