@@ -291,7 +291,7 @@ def test_sigterm_stops_the_roll_while_a_step_runs_in_its_worker() -> None:
     import threading
     import time
 
-    from myriad.ops.roll import _sigterm_stops, in_worker
+    from myriad.ops.roll import in_worker, sigterm_stops
 
     finished = threading.Event()
 
@@ -301,7 +301,7 @@ def test_sigterm_stops_the_roll_while_a_step_runs_in_its_worker() -> None:
         finished.set()
         return "done"
 
-    with _sigterm_stops(), pytest.raises(KeyboardInterrupt):
+    with sigterm_stops(), pytest.raises(KeyboardInterrupt):
         in_worker(step)
     # The main thread stopped at once; the step still ran to its end in its thread.
     assert finished.wait(5)

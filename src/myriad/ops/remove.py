@@ -19,7 +19,7 @@ from rich.console import Console
 from myriad import paths
 from myriad.errors import OpsInputError
 from myriad.ops.batches import Amount
-from myriad.ops.roll import RollOptions, _cluster_lock, _Loop, _prepare, _sigterm_stops, in_worker
+from myriad.ops.roll import RollLoop, RollOptions, cluster_lock, in_worker, prepare, sigterm_stops
 from myriad.ops.roll_state import RollState
 from myriad.ops.slurm import Slurm, current_user, reason_for
 from myriad.ops.slurmconf import Reload
@@ -52,7 +52,7 @@ def remove(
     drain_timeout_s: float = 3600.0,
     kill_after_s: float | None = None,
 ) -> int:
-    cluster, state_root, compute, controllers = _prepare(spec_path, None, None)
+    cluster, state_root, compute, controllers = prepare(spec_path, None, None)
     if not nodes:
         raise OpsInputError("no nodes given: name them, comma-separated (node04,node05)")
     still = [n for n in nodes if n in cluster.inventory.host_vars]
@@ -70,7 +70,7 @@ def remove(
         reason=reason, batch=Amount(1, False), drain_timeout_s=drain_timeout_s,
         kill_after_s=kill_after_s,
     )  # fmt: skip
-    with _cluster_lock(state_root, "remove"), _sigterm_stops():
+    with cluster_lock(state_root, "remove"), sigterm_stops():
         run_dir = new_run_dir(state_root, "remove")
         state = RollState.create(
             run_dir,
@@ -82,7 +82,7 @@ def remove(
             take_over=True,
         )
         state.log("remove", "started", f"by {current_user()}: {','.join(nodes)}")
-        loop = _Loop(state, options, slurm, _NoSteps(), console, controllers)
+        loop = RollLoop(state, options, slurm, _NoSteps(), console, controllers)
         loop.drain(list(nodes))
         ready = loop.wait_for_jobs([n for n in nodes if state.status(n) == "drained"])
         if len(ready) != len(nodes):

@@ -25,11 +25,11 @@ from myriad.ops.batches import Amount
 from myriad.ops.roll import (
     AnsibleSteps,
     RollOptions,
-    _cluster_lock,
-    _prepare,
-    _sigterm_stops,
+    cluster_lock,
     in_worker,
+    prepare,
     run_roll,
+    sigterm_stops,
 )
 from myriad.ops.roll_state import RollState
 from myriad.ops.slurm import Slurm, check_names, current_user, reason_for
@@ -74,7 +74,7 @@ def replace(
     drain_timeout_s: float = 3600.0,
     kill_after_s: float | None = None,
 ) -> int:
-    cluster, state_root, compute, _controllers = _prepare(spec_path, None, None)
+    cluster, state_root, compute, _controllers = prepare(spec_path, None, None)
     check_names([node], compute, cluster.spec.metadata.name)
     kind = cluster.spec.provider.kind
     if kind != "local":
@@ -90,7 +90,7 @@ def replace(
         kill_after_s=kill_after_s,
     )
     slurm = Slurm.of(cluster.inventory)
-    with _cluster_lock(state_root, "replace"), _sigterm_stops():
+    with cluster_lock(state_root, "replace"), sigterm_stops():
         run_dir = new_run_dir(state_root, "replace")
         state = RollState.create(
             run_dir,

@@ -22,7 +22,7 @@ changed setting needs one (`ops.slurmconf`); running jobs survive both.
 
 Everything the roll does is recorded in its run folder (`ops.roll_state`), so `--resume`
 continues a killed roll: finished nodes are never drained again, a drained node waits on.
-The whole run sits under `_cluster_lock`, the one place to hold the cluster's run lock.
+The whole run sits under `cluster_lock`, the one place to hold the cluster's run lock.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ from myriad import paths
 from myriad.errors import OpsError, OpsInputError
 from myriad.ops.batches import Amount, budget_spent, plan_batches
 from myriad.ops.nodes import compute_nodes
-from myriad.ops.roll_state import FINAL, RUN_SUFFIX, RollState, unfinished
+from myriad.ops.roll_state import FINAL, RollState, unfinished
 from myriad.ops.slurm import Slurm, current_user, jobs_by_node, reason_for
 from myriad.ops.slurmconf import Reload, diff_texts, reload_for_texts
 from myriad.provision.resolve import ResolvedCluster, resolve_cluster
@@ -160,7 +160,7 @@ def read_variables(path: Path) -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def _cluster_lock(state_root: Path, verb: str) -> Iterator[None]:
+def cluster_lock(state_root: Path, verb: str) -> Iterator[None]:
     """The roll's whole run happens inside this: the place to hold the cluster's run lock
     (`<state root>/run.lock`), so no bring-up or second roll runs on the nodes meanwhile."""
     yield
@@ -195,7 +195,7 @@ def in_worker(work: Callable[[], T]) -> T:
 
 
 @contextlib.contextmanager
-def _sigterm_stops() -> Iterator[None]:
+def sigterm_stops() -> Iterator[None]:
     """SIGTERM stops the roll between steps like Ctrl-C: the state is saved either way."""
 
     def stop(signum: int, frame: FrameType | None) -> None:
@@ -216,7 +216,7 @@ def _sigterm_stops() -> Iterator[None]:
 
 
 @dataclass
-class _Loop:
+class RollLoop:
     state: RollState
     options: RollOptions
     slurm: Slurm
@@ -440,7 +440,7 @@ def run_roll(
     sleep: Callable[[float], None] = time.sleep,
 ) -> int:
     options = RollOptions.from_dict(state.data["options"])
-    loop = _Loop(state, options, slurm, steps, console, controllers, clock, sleep)
+    loop = RollLoop(state, options, slurm, steps, console, controllers, clock, sleep)
     try:
         return loop.run()
     except KeyboardInterrupt:
@@ -478,7 +478,6 @@ def new_roll(
         unavailable=unavailable,
     )
     run_dir = new_run_dir(state_root, "roll")
-    assert run_dir.name.endswith(RUN_SUFFIX) or RUN_SUFFIX in run_dir.name
     return RollState.create(
         run_dir,
         cluster=cluster,
@@ -628,7 +627,7 @@ def _islands(cluster: ResolvedCluster) -> dict[str, int | None]:
     return {n.name: n.island for n in iter_nodes(cluster.spec)}
 
 
-def _prepare(
+def prepare(
     spec_path: Path, stack: str | None, stack_outputs: Path | None
 ) -> tuple[ResolvedCluster, Path, list[str], list[str]]:
     from myriad.bringup.flow import cluster_state
@@ -656,9 +655,9 @@ def roll(
     stack_outputs: Path | None = None,
 ) -> int:
     """`myriad roll SPEC ...` or `myriad roll SPEC --resume`; returns the exit code."""
-    cluster, state_root, compute, controllers = _prepare(spec_path, stack, stack_outputs)
+    cluster, state_root, compute, controllers = prepare(spec_path, stack, stack_outputs)
     slurm = Slurm.of(cluster.inventory)
-    with _cluster_lock(state_root, "roll"), _sigterm_stops():
+    with cluster_lock(state_root, "roll"), sigterm_stops():
         if resume:
             folder = unfinished(state_root / "runs")
             if folder is None:
@@ -688,7 +687,7 @@ def plan_roll(
 ) -> int:
     """`--plan`: the batches, what check mode would change where, and the jobs in the way.
     Nothing changes on the nodes; the check-mode run's log stays under the state folder."""
-    cluster, state_root, compute, controllers = _prepare(spec_path, stack, stack_outputs)
+    cluster, state_root, compute, controllers = prepare(spec_path, stack, stack_outputs)
     slurm = Slurm.of(cluster.inventory)
     states = slurm.nodes(compute)
     jobs = slurm.jobs()
