@@ -186,6 +186,207 @@ def _cmd_provision_wait(args: argparse.Namespace, out: Console, err: Console) ->
     )
 
 
+# --- day-2 operations (myriad.ops) ---------------------------------------------------------
+
+
+def _cmd_drain(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from myriad.ops import nodes
+
+    return nodes.drain(
+        args.spec,
+        _split(args.nodes) or [],
+        args.reason,
+        out,
+        stack=args.stack,
+        stack_outputs=args.stack_outputs,
+    )
+
+
+def _cmd_resume(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from myriad.ops import nodes
+
+    return nodes.resume(
+        args.spec,
+        _split(args.nodes) or [],
+        out,
+        force=args.force,
+        stack=args.stack,
+        stack_outputs=args.stack_outputs,
+    )
+
+
+def _cmd_roll(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from myriad.errors import OpsInputError
+    from myriad.ops.batches import Amount
+    from myriad.ops.roll import RollOptions, plan_roll, read_variables, roll
+
+    where = {"stack": args.stack, "stack_outputs": args.stack_outputs}
+    if args.resume:
+        return roll(args.spec, out, None, resume=True, **where)
+    if not args.reason:
+        raise OpsInputError("myriad roll: --reason TEXT is required (or --resume)")
+    options = RollOptions(
+        reason=args.reason,
+        tags=tuple(_split(args.tags) or ()),
+        batch=Amount.parse(args.batch, "--batch"),
+        max_unavailable=(
+            None
+            if args.max_unavailable is None
+            else Amount.parse(args.max_unavailable, "--max-unavailable")
+        ),
+        max_failures=Amount.parse(args.max_failures, "--max-failures", allow_zero=True),
+        drain_timeout_s=args.drain_timeout,
+        kill_after_s=args.kill_after,
+        variables=read_variables(args.vars) if args.vars else {},
+        poll_s=args.poll,
+    )
+    if args.plan:
+        return plan_roll(args.spec, out, options, **where)
+    return roll(args.spec, out, options, **where)
+
+
+def _cmd_replace(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from myriad.ops.replace import replace
+
+    return replace(
+        args.spec,
+        args.node,
+        out,
+        reason=args.reason,
+        drain_timeout_s=args.drain_timeout,
+        kill_after_s=args.kill_after,
+    )
+
+
+def _cmd_remove(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from myriad.ops.remove import remove
+
+    return remove(
+        args.spec,
+        _split(args.nodes) or [],
+        out,
+        reason=args.reason,
+        drain_timeout_s=args.drain_timeout,
+        kill_after_s=args.kill_after,
+    )
+
+
+def _add_ops_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    def cluster_source(command: argparse.ArgumentParser) -> None:
+        source = command.add_mutually_exclusive_group()
+        source.add_argument("--stack", metavar="ENV", help="node addresses from this Pulumi stack")
+        source.add_argument("--stack-outputs", type=Path, metavar="FILE", help="...or from a file")
+
+    drain = commands.add_parser(
+        "drain", help="drain compute nodes in Slurm, the reason saying who and why"
+    )
+    drain.add_argument("spec", type=Path, help="the cluster.yaml")
+    drain.add_argument("nodes", help="comma-separated compute nodes")
+    drain.add_argument("--reason", required=True, help="why (recorded with your user name)")
+    cluster_source(drain)
+    drain.set_defaults(handler=_cmd_drain)
+
+    resume = commands.add_parser(
+        "resume",
+        help="resume drained nodes (never those the health runner drained, unless --force)",
+    )
+    resume.add_argument("spec", type=Path, help="the cluster.yaml")
+    resume.add_argument("nodes", help="comma-separated compute nodes")
+    resume.add_argument(
+        "--force", action="store_true", help="also resume nodes drained by the node health runner"
+    )
+    cluster_source(resume)
+    resume.set_defaults(handler=_cmd_resume)
+
+    roll = commands.add_parser(
+        "roll", help="apply a change batch by batch, draining nodes without killing jobs"
+    )
+    roll.add_argument("spec", type=Path, help="the cluster.yaml")
+    roll.add_argument("--reason", help="what the change is (the drain reason names it)")
+    roll.add_argument("--tags", metavar="ROLES", help="comma-separated role tags of the site play")
+    roll.add_argument(
+        "--vars", type=Path, metavar="FILE", help="YAML file of role variables for this change"
+    )
+    roll.add_argument("--batch", default="1", metavar="N|P%", help="nodes per batch (default 1)")
+    roll.add_argument(
+        "--max-unavailable",
+        metavar="N|P%",
+        help="at most this many nodes out of service at once, counting those already down",
+    )
+    roll.add_argument(
+        "--max-failures",
+        default="0",
+        metavar="N|P%",
+        help="nodes that may fail before the roll stops (default 0: the first failure)",
+    )
+    roll.add_argument(
+        "--drain-timeout",
+        type=float,
+        default=3600.0,
+        metavar="S",
+        help="seconds to wait for a node's jobs; then it is skipped and resumed untouched",
+    )
+    roll.add_argument(
+        "--kill-after",
+        type=float,
+        metavar="S",
+        help="cancel the jobs still on a drained node after S seconds (never without it)",
+    )
+    roll.add_argument("--poll", type=float, default=5.0, metavar="S", help=argparse.SUPPRESS)
+    roll.add_argument(
+        "--plan", action="store_true", help="dry run: batches, check-mode changes, blocking jobs"
+    )
+    roll.add_argument(
+        "--resume", action="store_true", help="continue the last unfinished roll where it stopped"
+    )
+    cluster_source(roll)
+    roll.set_defaults(handler=_cmd_roll)
+
+    replace = commands.add_parser(
+        "replace", help="a node on a new machine (local: a new container), converged, validated"
+    )
+    replace.add_argument("spec", type=Path, help="the cluster.yaml")
+    replace.add_argument("node", help="the compute node whose machine is replaced")
+    replace.add_argument(
+        "--reason", default="machine replaced", help="recorded as the drain reason"
+    )
+    replace.add_argument(
+        "--drain-timeout",
+        type=float,
+        default=3600.0,
+        metavar="S",
+        help="seconds to wait for the node's jobs before giving up",
+    )
+    replace.add_argument(
+        "--kill-after",
+        type=float,
+        metavar="S",
+        help="cancel the node's jobs after S seconds (never without it)",
+    )
+    replace.set_defaults(handler=_cmd_replace)
+
+    remove = commands.add_parser(
+        "remove", help="nodes the spec no longer names leave Slurm once their jobs ended"
+    )
+    remove.add_argument("spec", type=Path, help="the cluster.yaml, its pool count lowered")
+    remove.add_argument("nodes", help="comma-separated compute nodes to remove")
+    remove.add_argument("--reason", default="removed from the cluster", help="the drain reason")
+    remove.add_argument(
+        "--drain-timeout",
+        type=float,
+        default=3600.0,
+        metavar="S",
+        help="seconds to wait for the nodes' jobs before giving up",
+    )
+    remove.add_argument(
+        "--kill-after",
+        type=float,
+        metavar="S",
+        help="cancel the nodes' jobs after S seconds (never without it)",
+    )
+    remove.set_defaults(handler=_cmd_remove)
+
+
 Handler = Callable[[argparse.Namespace, Console, Console], int]
 
 
@@ -313,6 +514,8 @@ def build_parser() -> argparse.ArgumentParser:
     wait.add_argument("--poll", type=float, default=15.0, metavar="S", help="seconds per round")
     wait.add_argument("--ssh-port", type=int, default=22, help="where installed nodes answer")
     wait.set_defaults(handler=_cmd_provision_wait)
+
+    _add_ops_commands(commands)
 
     schema = commands.add_parser("schema", help="print the JSON Schema of cluster.yaml")
     schema.set_defaults(handler=_cmd_schema)

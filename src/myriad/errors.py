@@ -167,4 +167,18 @@ class ValidateError(MyriadError):
 class FabricInputError(MyriadError):
     """Discovered-fabric input (`validate --fabric --from FILE`) that cannot be read."""
 
+
+# --- day-2 operations ---------------------------------------------------------------------
+
+
+class OpsError(MyriadError):
+    """A day-2 operation cannot go on: Slurm refused, a node is held by the health runner,
+    a roll's saved state is missing or damaged."""
+
+    exit_code = 1
+
+
+class OpsInputError(OpsError):
+    """A day-2 command's arguments are unusable (an unknown node, a malformed --batch)."""
+
     exit_code = 2

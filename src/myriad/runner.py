@@ -162,8 +162,13 @@ def run_playbook(
     timeout_s: int = 3600,
     tuning: Tuning = TUNED,
     keep_events: bool = False,
+    check: bool = False,
 ) -> RunResult:
-    """Run `playbook` against `inventory`; never raises for failed hosts, only for setup."""
+    """Run `playbook` against `inventory`; never raises for failed hosts, only for setup.
+
+    `check`: Ansible's check mode with diffs (`--check --diff`): what would change, nothing
+    changed (`myriad roll --plan` reads the diffs from the kept events).
+    """
     import ansible_runner  # heavy: imported only when a playbook runs
 
     failures: list[HostFailure] = []
@@ -187,6 +192,7 @@ def run_playbook(
             limit=",".join(limit) if limit else None,
             tags=",".join(tags) if tags else None,
             extravars=dict(extravars or {}),
+            cmdline="--check --diff" if check else None,
             forks=forks_for(hosts) if tuning.scaled_forks else 5,
             envvars=_envvars(run_dir, tuning),
             settings={"job_timeout": timeout_s, "suppress_ansible_output": True},

@@ -1,0 +1,94 @@
+"""`myriad drain` and `myriad resume`: Slurm's drain and resume, with who and why.
+
+Through Myriad rather than scontrol so that the reason always says who drained a node and
+why (`myriad: drain by alice: bad DIMM`), and so that a node the health runner drained
+(`myriad-health: ...`) is not put back into service by accident: `resume` refuses it
+unless forced, and resumes nothing when it refuses any node.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from rich.console import Console
+
+from myriad.errors import OpsError, OpsInputError
+from myriad.ops.slurm import Slurm, check_names, reason_for
+from myriad.provision.resolve import ResolvedCluster, resolve_cluster
+from myriad.render.inventory import Inventory
+
+
+def compute_nodes(inventory: Inventory) -> list[str]:
+    return list(inventory.groups.get("compute", ()))
+
+
+def _cluster(
+    spec_path: Path, stack: str | None, stack_outputs: Path | None
+) -> tuple[ResolvedCluster, Slurm]:
+    cluster = resolve_cluster(spec_path, stack=stack, stack_outputs=stack_outputs)
+    if cluster.spec.software.orchestrator != "slurm":
+        raise OpsInputError(
+            f"{spec_path}: day-2 commands drive Slurm; this cluster's orchestrator is "
+            f"{cluster.spec.software.orchestrator}"
+        )
+    return cluster, Slurm.of(cluster.inventory)
+
+
+def drain(
+    spec_path: Path,
+    nodes: Sequence[str],
+    reason: str,
+    console: Console,
+    *,
+    stack: str | None = None,
+    stack_outputs: Path | None = None,
+    slurm: Slurm | None = None,
+) -> int:
+    cluster, default = _cluster(spec_path, stack, stack_outputs)
+    slurm = slurm or default
+    check_names(nodes, compute_nodes(cluster.inventory), cluster.spec.metadata.name)
+    if not reason.strip():
+        raise OpsInputError("--reason is empty: say why the nodes leave service")
+    text = reason_for("drain", reason)
+    slurm.drain(nodes, text)
+    busy = {n for job in slurm.jobs(nodes) for n in job.nodes}
+    for node in nodes:
+        note = "draining: its jobs run to their end" if node in busy else "drained"
+        console.print(f"{node}: {note} (reason {text!r})", markup=False)
+    return 0
+
+
+def resume(
+    spec_path: Path,
+    nodes: Sequence[str],
+    console: Console,
+    *,
+    force: bool = False,
+    stack: str | None = None,
+    stack_outputs: Path | None = None,
+    slurm: Slurm | None = None,
+) -> int:
+    cluster, default = _cluster(spec_path, stack, stack_outputs)
+    slurm = slurm or default
+    check_names(nodes, compute_nodes(cluster.inventory), cluster.spec.metadata.name)
+    states = slurm.nodes(nodes)
+    missing = [n for n in nodes if n not in states]
+    if missing:
+        raise OpsError(f"Slurm does not know {', '.join(missing)}: is slurmctld up to date?")
+    held = [states[n] for n in nodes if states[n].held_by_health]
+    if held and not force:
+        lines = "; ".join(f"{s.name} ({s.reason})" for s in held)
+        raise OpsError(
+            f"the node health runner drained {lines}: fix the cause, or pass --force to "
+            "resume anyway; no node was resumed"
+        )
+    to_resume = [n for n in nodes if states[n].drained]
+    for node in nodes:
+        if node not in to_resume:
+            console.print(f"{node}: not drained ({states[node].state}); left as it is")
+    if to_resume:
+        slurm.resume(to_resume)
+        for node in to_resume:
+            console.print(f"{node}: resumed (was {states[node].reason!r})", markup=False)
+    return 0

@@ -1,0 +1,79 @@
+"""`myriad drain` and `myriad resume` on the local example's inventory and a recorded Slurm."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from myriad.errors import OpsError, OpsInputError
+from myriad.ops import nodes
+from myriad.ops.slurm import Completed, Slurm
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "inventories" / "local" / "cluster.yaml"
+
+
+class Recorded:
+    """Answers sinfo from a fixed table and records every command."""
+
+    def __init__(self, sinfo: str, squeue: str = "") -> None:
+        self.sinfo, self.squeue = sinfo, squeue
+        self.commands: list[tuple[str, ...]] = []
+
+    def __call__(self, argv: Sequence[str]) -> Completed:
+        self.commands.append(tuple(argv))
+        if argv[0] == "sinfo":
+            return Completed(0, self.sinfo, "")
+        if argv[0] == "squeue":
+            return Completed(0, self.squeue, "")
+        return Completed(0, "", "")
+
+
+def console() -> Console:
+    return Console(file=io.StringIO(), width=200)
+
+
+@pytest.fixture(autouse=True)
+def state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MYRIAD_STATE_DIR", str(tmp_path))
+
+
+def test_drain_writes_who_and_why(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("myriad.ops.slurm.getpass.getuser", lambda: "alice")
+    recorded = Recorded("node01|idle|none\n", squeue="7|node01|bob|train\n")
+    code = nodes.drain(EXAMPLE, ["node01"], "bad DIMM", console(), slurm=Slurm(["x"], recorded))
+    assert code == 0
+    assert recorded.commands[0] == (
+        "scontrol", "update", "NodeName=node01", "State=DRAIN",
+        "Reason=myriad: drain by alice: bad DIMM",
+    )  # fmt: skip
+
+
+def test_resume_refuses_health_drains_and_resumes_nothing() -> None:
+    recorded = Recorded(
+        "node01|drained|myriad: drain by alice: bad DIMM\n"
+        "node02|drained|myriad-health: gpu.ecc failed\n"
+    )
+    slurm = Slurm(["x"], recorded)
+    with pytest.raises(OpsError, match=r"node02 \(myriad-health: gpu.ecc failed\).*--force"):
+        nodes.resume(EXAMPLE, ["node01", "node02"], console(), slurm=slurm)
+    assert not any(c[0] == "scontrol" for c in recorded.commands)
+    assert nodes.resume(EXAMPLE, ["node01", "node02"], console(), force=True, slurm=slurm) == 0
+    assert recorded.commands[-1] == ("scontrol", "update", "NodeName=node01,node02", "State=RESUME")
+
+
+def test_resume_leaves_nodes_that_are_not_drained() -> None:
+    recorded = Recorded("node01|idle|none\nnode03|drained|myriad: roll by root: x\n")
+    nodes.resume(EXAMPLE, ["node01", "node03"], console(), slurm=Slurm(["x"], recorded))
+    assert recorded.commands[-1] == ("scontrol", "update", "NodeName=node03", "State=RESUME")
+
+
+def test_unknown_nodes_and_empty_reasons_are_input_errors() -> None:
+    slurm = Slurm(["x"], Recorded(""))
+    with pytest.raises(OpsInputError, match="ctl01: not a compute node"):
+        nodes.drain(EXAMPLE, ["ctl01"], "x", console(), slurm=slurm)
+    with pytest.raises(OpsInputError, match="--reason is empty"):
+        nodes.drain(EXAMPLE, ["node01"], "  ", console(), slurm=slurm)
