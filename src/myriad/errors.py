@@ -167,6 +167,8 @@ class ValidateError(MyriadError):
 class FabricInputError(MyriadError):
     """Discovered-fabric input (`validate --fabric --from FILE`) that cannot be read."""
 
+    exit_code = 2
+
 
 # --- day-2 operations ---------------------------------------------------------------------
 
