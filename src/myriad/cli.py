@@ -137,6 +137,7 @@ def _cmd_validate(args: argparse.Namespace, out: Console, err: Console) -> int:
         perf=args.perf,
         limit=_split(args.limit),
         console=out,
+        jobs=not args.no_jobs,
     )
 
 
@@ -246,6 +247,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--perf", action="store_true", help="also run nccl-tests and ib_write_bw (real clusters)"
     )
     validate.add_argument("--limit", metavar="HOSTS", help="comma-separated hosts or groups")
+    validate.add_argument(
+        "--no-jobs",
+        action="store_true",
+        help="do not run the tiny Slurm job across the compute nodes (slurm.job)",
+    )
     validate.set_defaults(handler=_cmd_validate)
 
     provision = commands.add_parser("provision", help="bare-metal installs started by pulumi up")

@@ -190,6 +190,82 @@ def read_files(root: str, patterns: list[str]) -> Record:
     return _record(0, json.dumps(contents, sort_keys=True))
 
 
+# Files whose sameness across nodes Slurm needs: the munge key (a credential made on one
+# node must decode on every other) and the configuration slurmctld and slurmd both read.
+SLURM_FILES = (
+    "/etc/munge/munge.key",
+    "/etc/slurm/slurm.conf",
+    "/etc/slurm/gres.conf",
+    "/etc/slurm/cgroup.conf",
+    "/etc/slurm/topology.conf",
+)
+
+
+def _owner(uid: int, table: str) -> str:
+    try:
+        if table == "passwd":
+            import pwd
+
+            return pwd.getpwuid(uid).pw_name
+        import grp
+
+        return grp.getgrgid(uid).gr_name
+    except (KeyError, ImportError):
+        return str(uid)
+
+
+def file_digests(root: str, paths: list[str]) -> Record:
+    """Each file's sha256, mode and owner as JSON (null: absent); never its content."""
+    import hashlib
+    import stat
+
+    found: dict[str, Any] = {}
+    for path in paths:
+        full = at(root, path)
+        try:
+            info = os.stat(full)
+            digest = hashlib.sha256()
+            with open(full, "rb") as handle:
+                for chunk in iter(lambda: handle.read(65536), b""):
+                    digest.update(chunk)
+        except FileNotFoundError:
+            found[path] = None
+            continue
+        except OSError as exc:
+            found[path] = {"error": f"{type(exc).__name__}: {exc.strerror}"}
+            continue
+        found[path] = {
+            "sha256": digest.hexdigest(),
+            "mode": format(stat.S_IMODE(info.st_mode), "04o"),
+            "owner": _owner(info.st_uid, "passwd"),
+            "group": _owner(info.st_gid, "group"),
+        }
+    return _record(0, json.dumps(found, sort_keys=True))
+
+
+def srun_job(nodes: list[str], timeout: float) -> Record:
+    """A tiny job on exactly `nodes`: one `hostname` per node, bounded in time.
+
+    --immediate makes srun give up when the nodes cannot all be allocated at once instead
+    of queueing; --time bounds the job in Slurm; the probe's timeout bounds srun itself."""
+    wait = max(1, int(timeout) - 5)
+    return run(
+        [
+            "srun",
+            f"--immediate={wait}",
+            "--time=1",
+            f"--nodes={len(nodes)}",
+            f"--ntasks={len(nodes)}",
+            "--ntasks-per-node=1",
+            "--nodelist=" + ",".join(nodes),
+            "--job-name=myriad-validate",
+            "hostname",
+            "-s",
+        ],
+        timeout,
+    )
+
+
 def _attr(path: str) -> str | None:
     try:
         with open(path) as handle:
@@ -327,6 +403,7 @@ def probes(args: argparse.Namespace) -> dict[str, Callable[[], Record]]:
         "hosts": lambda: read_file(at(root, "/etc/hosts")),
         "timedatectl": lambda: run(["timedatectl", "show"], t),
         "chrony_tracking": lambda: run(["chronyc", "-n", "tracking"], t),
+        "slurm_files": lambda: file_digests(root, list(SLURM_FILES)),
     }
     for interface in args.qos_nics:
         table["mlnx_qos:" + interface] = (lambda i: lambda: run(["mlnx_qos", "-i", i], t))(
@@ -338,6 +415,8 @@ def probes(args: argparse.Namespace) -> dict[str, Callable[[], Record]]:
         table["scontrol_nodes"] = lambda: run(["scontrol", "show", "node", "-o"], t)
         table["scontrol_topology"] = lambda: run(["scontrol", "show", "topology"], t)
         table["sinfo"] = lambda: run(["sinfo", "-N", "-h", "-o", "%n %T %G"], t)
+        if args.job_nodes:
+            table["srun_job"] = lambda: srun_job(args.job_nodes, args.job_timeout)
     elif args.controller == "kubernetes":
         table["kubectl_nodes"] = lambda: kubectl_nodes(t)
     return table
@@ -367,6 +446,7 @@ def gather(args: argparse.Namespace) -> dict[str, Any]:
             "qos_nics": args.qos_nics,
             "units": args.units,
             "mount": args.mount,
+            "job_nodes": args.job_nodes,
         },
         "probes": results,
     }
@@ -387,6 +467,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--qos-nics", type=_names, default=[], help="netdevs for mlnx_qos")
     parser.add_argument("--units", type=_names, default=list(DEFAULT_UNITS))
     parser.add_argument("--mount", default="", help="storage mount point to look up")
+    parser.add_argument(
+        "--job-nodes", type=_names, default=[], help="with --controller slurm: run a job here"
+    )
+    parser.add_argument("--job-timeout", type=float, default=60.0, help="the job's bound, s")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="per probe, s")
     parser.add_argument("--compress", action="store_true", help="print the document gzipped")
     parser.add_argument("--root", default="/", help="read the node's files under ROOT (tests)")
