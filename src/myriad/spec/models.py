@@ -22,6 +22,7 @@ from pydantic import (
     model_validator,
 )
 
+from myriad.spec.bringup import Bringup
 from myriad.spec.catalog_models import Catalog, PcieGen, Whole
 
 # Every count in a spec is bounded, so that no number makes planning or rendering hang: the
@@ -675,6 +676,7 @@ class Cluster(_Model):
     software: Software
     facility: Facility = Facility()
     workload: Workload = Workload()
+    bringup: Bringup = Field(Bringup(), description="How long bring-up waits for a node (timeouts)")
     catalog: Catalog = Field(
         default_factory=Catalog, description="Entries added to or replacing the shipped catalog"
     )
