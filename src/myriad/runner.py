@@ -39,6 +39,8 @@ class HostFailure:
     task: str
     message: str
     unreachable: bool
+    # The task ran past its timeout (Ansible's TASK_TIMEOUT): a node that stopped answering.
+    timed_out: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -395,6 +397,7 @@ def _collect(event: Mapping[str, Any], failures: list[HostFailure], changed: set
                 task=str(data.get("task") or "?"),
                 message=message.strip().splitlines()[0] if message.strip() else kind,
                 unreachable=kind == "runner_on_unreachable",
+                timed_out=bool(result.get("timedout")),
             )
         )
     elif kind == "runner_on_ok" and host and (data.get("res") or {}).get("changed"):

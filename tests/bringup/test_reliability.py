@@ -365,3 +365,100 @@ def test_status_json_written_by_this_version_reads_back(state_dir: Path) -> None
     state = flow.cluster_state("lab")
     state.write_status(last_bringup={"status": flow.RUNNING, "pid": 1, "failed_hosts": ["a"]})
     assert json.loads(state.status_file.read_text())["last_bringup"]["pid"] == 1
+
+
+# --- messages that point at the cause --------------------------------------------------------
+
+
+def test_an_unreachable_local_node_is_named_with_its_container_state_and_commands(
+    state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from myriad.provision import local
+    from myriad.runner import HostFailure
+
+    result = plan_loaded(load_example("local"))
+    spec = result.loaded.spec
+    monkeypatch.setattr(
+        local,
+        "status",
+        lambda s: [
+            local.NodeStatus("node02", "local-node02", "paused", "172.31.77.12"),
+            local.NodeStatus("node03", "local-node03", "exited", None),
+        ],
+    )
+    state = flow.cluster_state(spec.metadata.name)
+    failures = (
+        HostFailure("node02", "Install munge", "Timed out after 20 second(s).", False, True),
+        HostFailure("node03", "Gathering Facts", "Failed to create temporary directory", True),
+        HostFailure("node01", "Install munge", "No package matching 'x'", False),
+    )
+    outcome = _result(state.root, status="failed", rc=2, failures=failures)
+    lines = verbs.unreachable_advice(result, state, outcome)
+    hosts = state.inventory / "hosts.yml"
+    assert lines == [
+        "node02 did not answer: its container local-node02 is paused; resume it with "
+        f"`docker unpause local-node02`; check it with `ansible -i {hosts} node02 -m "
+        "ansible.builtin.ping`",
+        "node03 did not answer: its container local-node03 is exited; resume it with "
+        f"`docker start local-node03`; check it with `ansible -i {hosts} node03 -m "
+        "ansible.builtin.ping`",
+    ]
+
+
+def test_pool_overlaps_names_the_network_and_cluster_that_hold_the_subnet(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from myriad.errors import LocalClusterError
+    from myriad.provision import local
+
+    spec = plan_loaded(load_example("local")).loaded.spec
+    networks = [
+        {"Name": "myriad-lab", "IPAM": {"Config": [{"Subnet": "172.31.77.0/24"}]},
+         "Labels": {local.CLUSTER_LABEL: "lab"}, "Containers": {}},
+        {"Name": "bridge", "IPAM": {"Config": [{"Subnet": "172.17.0.0/16"}]}, "Labels": {}},
+    ]  # fmt: skip
+
+    def fake_docker(*args: str, **kwargs: Any) -> str:
+        if args[:2] == ("network", "create"):
+            raise LocalClusterError(
+                "`docker network create --driver` failed: Error response from daemon: "
+                "Pool overlaps with other one on this address space"
+            )
+        if args[:2] == ("network", "ls"):
+            return "" if "--filter" in args else "id1\nid2\n"
+        if args[:2] == ("network", "inspect"):
+            return json.dumps(networks)
+        raise AssertionError(args)
+
+    monkeypatch.setattr(local, "docker", fake_docker)
+    with pytest.raises(LocalClusterError) as error:
+        local.ensure_network(spec)
+    assert str(error.value) == (
+        "the management subnet 172.31.77.0/24 overlaps Docker network myriad-lab "
+        "(172.31.77.0/24, of Myriad cluster lab): choose another "
+        "network.addressing.management, or remove what holds it"
+    )
+
+
+# --- config safety -----------------------------------------------------------------------------
+
+
+def _task(role: str, file: str, dest_end: str) -> dict[str, Any]:
+    import yaml
+
+    for task in yaml.safe_load((ROOT / "roles" / role / "tasks" / file).read_text()):
+        template = task.get("ansible.builtin.template") or {}
+        if str(template.get("dest", "")).endswith(dest_end):
+            return dict(template)
+    raise AssertionError(f"no template to {dest_end} in {role}/{file}")
+
+
+def test_hand_editable_configs_are_checked_and_backed_up_before_replacement() -> None:
+    chrony = _task("common", "time_chrony.yml", "__common_chrony_config }}")
+    assert chrony["validate"] == "/usr/sbin/chronyd -p -f %s" and chrony["backup"] is True
+    for dest in ("/20auto-upgrades", "/52myriad-unattended-upgrades"):
+        assert _task("common", "apt.yml", dest)["validate"] == "apt-config -c %s dump"
+    assert _task("common", "sysctl.yml", "__common_sysctl_file }}")["backup"] is True
+    assert _task("common", "limits.yml", "__common_limits_file }}")["backup"] is True
+    for name in ("slurm.conf", "cgroup.conf", "gres.conf", "topology.conf"):
+        assert _task("slurm", "config.yml", f"/{name}")["backup"] is True, name

@@ -274,3 +274,13 @@ def test_the_job_runs_across_the_validated_compute_nodes_and_no_jobs_skips_it(
     assert job_nodes(loaded, local.inventory, ["ctl01", "node02"]) == ["node02"]
     args = build_parser().parse_args(["validate", "x.yaml", "--no-jobs"])
     assert args.no_jobs is True
+
+
+def test_the_munge_key_is_compared_even_when_slurmctld_does_not_answer(local: Cluster) -> None:
+    view = {"scontrol_nodes": missing("scontrol"), "sinfo": missing("sinfo")}
+    found = by_key(local.run({"ctl01": view, "node02": {"slurm_files": slurm_files("9" * 64)}}))
+    assert found[("node01", "slurm.node-state")].status == "error"
+    assert found[("node01", "slurm.munge-key")].status == "pass"
+    assert found[("node02", "slurm.munge-key")].actual.startswith(
+        "/etc/munge/munge.key differs from ctl01's"
+    )

@@ -167,7 +167,7 @@ def unreachable_advice(result: PlanResult, state: ClusterState, outcome: RunResu
     spec = result.loaded.spec
     if spec.provider.kind != "local":
         return []
-    down = sorted({f.host for f in outcome.failures if f.unreachable})
+    down = sorted({f.host for f in outcome.failures if f.unreachable or f.timed_out})
     if not down:
         return []
     containers = {n.name: n for n in local.status(spec)}

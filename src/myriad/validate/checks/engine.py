@@ -83,6 +83,7 @@ def view_of(facts: NodeFacts, source: str) -> ClusterView:
         facts.slurm_topology,
         kube,
         controller_files=facts.slurm_files,
+        files_source=source,
         job=facts.job,
     )
 
@@ -105,6 +106,14 @@ def cluster_view(
         tried.append(f"{name}: {answer.detail}")
     reason = "no controller answered (" + "; ".join(tried) + ")" if tried else "no controllers"
     nothing: Fact[Any] = Fact("unreadable", detail=reason)
+    # The munge key and Slurm files compare with a controller's even when slurmctld is down.
+    for name in expectations.controllers:
+        node = facts.get(name)
+        if node is not None:
+            return ClusterView(
+                None, nothing, nothing, nothing,
+                controller_files=node.slurm_files, files_source=name, job=node.job,
+            )  # fmt: skip
     return ClusterView(None, nothing, nothing, nothing)
 
 

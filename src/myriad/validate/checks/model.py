@@ -258,6 +258,8 @@ class ClusterView:
     kube_nodes: Fact[Mapping[str, KubeNode]]
     # The controller's own munge key and Slurm files (digests), which every node must equal.
     controller_files: Fact[Mapping[str, FileDigest | None]] = NOT_GATHERED
+    # The controller those files are from (also when its orchestrator did not answer).
+    files_source: str | None = None
     # The validation job the controller ran (`validate --no-jobs`: not gathered).
     job: Fact[JobRun] = NOT_GATHERED
 

@@ -257,13 +257,13 @@ def _same_as_controller(
         )
     theirs = view.controller_files.get().get(path)
     if theirs is None:
-        return mine, [], unknown(f"controller {view.source} holds no {path} to compare with")
+        return mine, [], unknown(f"controller {view.files_source} holds no {path} to compare with")
     if mine.sha256 != theirs.sha256:
         return (
             mine,
             [
-                f"{path} differs from {view.source}'s (sha256 {mine.sha256[:12]}, "
-                f"{view.source} {theirs.sha256[:12]})"
+                f"{path} differs from {view.files_source}'s (sha256 {mine.sha256[:12]}, "
+                f"{view.files_source} {theirs.sha256[:12]})"
             ],
             None,
         )
@@ -296,7 +296,7 @@ def _evaluate_munge_key(
         return outcome
     assert mine is not None
     return passed(
-        f"same key as {view.source} (sha256 {mine.sha256[:12]}), {mine.owner}, {mine.mode}"
+        f"same key as {view.files_source} (sha256 {mine.sha256[:12]}), {mine.owner}, {mine.mode}"
     )
 
 
@@ -339,7 +339,7 @@ def _evaluate_config_files(
             return outcome
     if problems:
         return failed("; ".join(problems))
-    return passed(f"{len(expected)} files as on {view.source}")
+    return passed(f"{len(expected)} files as on {view.files_source}")
 
 
 SLURM_CONFIG_FILES = Check(
