@@ -198,8 +198,9 @@ def test_slurm_conf_that_differs_or_is_missing_fails(local: Cluster) -> None:
 # --- the job -----------------------------------------------------------------------------------
 
 
-def job_document(stdout: str, rc: int = 0, stderr: str = "") -> dict[str, Any]:
-    return probe(stdout, rc=rc, stderr=stderr)
+def job_document(per_node: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The gatherer's srun_job probe: one srun record per node."""
+    return probe(json.dumps(per_node))
 
 
 def run_with_job(local: Cluster, job: dict[str, Any]) -> dict[tuple[str, str], CheckResult]:
@@ -214,21 +215,34 @@ def run_with_job(local: Cluster, job: dict[str, Any]) -> dict[tuple[str, str], C
     return by_key(evaluate(local.expectations, facts, {}, {}))
 
 
-def test_the_job_must_run_on_every_compute_node(local: Cluster) -> None:
-    found = run_with_job(local, job_document("node01\nnode03\n"))
+def test_the_job_must_run_on_every_compute_node_and_a_broken_one_fails_alone(
+    local: Cluster,
+) -> None:
+    refused = (
+        "srun: error: Unable to allocate resources: Requested node configuration is not available"
+    )
+    found = run_with_job(
+        local,
+        job_document(
+            {
+                "node01": probe("node01\n"),
+                "node02": probe(rc=1, stderr=refused + "\n"),
+                "node03": probe(rc=None, timed_out=True),
+            }
+        ),
+    )
     assert found[("node01", "slurm.job")].status == "pass"
     missed = found[("node02", "slurm.job")]
     assert (missed.status, missed.actual) == (
         "fail",
-        "the job ran on 2 node(s), not on node02",
+        f"the job did not run: srun exited 1: {refused}",
     )
+    assert found[("node03", "slurm.job")].actual == "the job did not run: srun timed out"
     assert found[("ctl01", "slurm.job")].status == "not-applicable"
-    failed = run_with_job(
-        local, job_document("", rc=1, stderr="srun: error: Unable to allocate resources")
-    )
-    job = failed[("node03", "slurm.job")]
-    assert job.status == "fail"
-    assert "Unable to allocate resources" in job.actual
+    broken = run_with_job(local, probe("not json"))
+    assert broken[("node01", "slurm.job")].status == "error"
+    absent = run_with_job(local, probe(rc=None, missing=True, stderr="srun: command not found"))
+    assert absent[("node01", "slurm.job")].actual == "srun: command not found"
 
 
 def test_no_jobs_leaves_the_job_check_not_applicable(local: Cluster) -> None:
@@ -284,3 +298,35 @@ def test_the_munge_key_is_compared_even_when_slurmctld_does_not_answer(local: Cl
     assert found[("node02", "slurm.munge-key")].actual.startswith(
         "/etc/munge/munge.key differs from ctl01's"
     )
+
+
+def test_the_gatherer_runs_one_bounded_srun_per_node(tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    log = tmp_path / "srun.log"
+    srun = bin_dir / "srun"
+    # A stand-in srun: logs its arguments, succeeds on node01, refuses node02.
+    srun.write_text(
+        "#!/bin/sh\n"
+        f'echo "$@" >> {log}\n'
+        'case "$*" in *--nodelist=node01*) echo node01;; '
+        '*) echo "srun: error: Unable to allocate resources" >&2; exit 1;; esac\n'
+    )
+    srun.chmod(0o755)
+    out = subprocess.run(
+        [sys.executable, str(GATHERER), "--root", str(tmp_path), "--controller", "slurm",
+         "--job-nodes", "node01,node02", "--units", "munge"],
+        capture_output=True, text=True, timeout=120, check=True,
+        env={**__import__("os").environ, "PATH": f"{bin_dir}:/usr/bin:/bin"},
+    ).stdout  # fmt: skip
+    document = json.loads(out)
+    record = json.loads(document["probes"]["srun_job"]["stdout"])
+    assert record["node01"]["stdout"] == "node01\n" and record["node01"]["rc"] == 0
+    assert record["node02"]["rc"] == 1
+    calls = sorted(log.read_text().splitlines())
+    assert calls[0] == (
+        "--immediate=55 --time=1 --nodes=1 --ntasks=1 --nodelist=node01 "
+        "--job-name=myriad-validate hostname -s"
+    )
+    facts = node_facts("ctl01", document)
+    assert facts.job.ok and facts.job.get().ran == frozenset({"node01"})

@@ -174,10 +174,11 @@ class FileDigest:
 
 @dataclass(frozen=True, slots=True)
 class JobRun:
-    """The validation job (`srun ... hostname -s`) the controller ran: who answered."""
+    """The validation jobs the controller ran, one per node: who ran it, and why not."""
 
     nodes: tuple[str, ...]
-    hosts: frozenset[str]
+    ran: frozenset[str]
+    errors: Mapping[str, str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -649,9 +650,22 @@ def _file_digests(text: str) -> Mapping[str, FileDigest | None]:
 def _job(args: Mapping[str, Any]) -> Callable[[str], JobRun]:
     asked = args.get("job_nodes") if isinstance(args, Mapping) else None
     nodes = tuple(str(n) for n in asked) if isinstance(asked, list) else ()
-    return lambda text: JobRun(
-        nodes, frozenset(line.strip() for line in text.splitlines() if line.strip())
-    )
+
+    def parse(text: str) -> JobRun:
+        ran, errors = set(), {}
+        for node, raw in _json_object("srun (validation job)", text).items():
+            record = _probe(raw)
+            if record is None:
+                raise ParseFailure("srun (validation job)", f"{node}: not a probe record")
+            if record.rc == 0 and record.stdout.strip():
+                ran.add(node)
+            elif record.timed_out:
+                errors[node] = "srun timed out"
+            else:
+                errors[node] = f"srun exited {record.rc}: {_message(record)}"
+        return JobRun(nodes, frozenset(ran), errors)
+
+    return parse
 
 
 def _with_ceiling(memlock: Fact[Memlock], ceiling: Fact[str | None]) -> Fact[Memlock]:

@@ -243,27 +243,33 @@ def file_digests(root: str, paths: list[str]) -> Record:
     return _record(0, json.dumps(found, sort_keys=True))
 
 
-def srun_job(nodes: list[str], timeout: float) -> Record:
-    """A tiny job on exactly `nodes`: one `hostname` per node, bounded in time.
+# How many of the per-node validation jobs are submitted at once.
+JOB_PARALLEL = 32
 
-    --immediate makes srun give up when the nodes cannot all be allocated at once instead
-    of queueing; --time bounds the job in Slurm; the probe's timeout bounds srun itself."""
+
+def srun_jobs(nodes: list[str], timeout: float) -> Record:
+    """A tiny job on each of `nodes` (one `hostname -s` there), bounded in time.
+
+    One job per node, so a broken node fails only itself. --immediate makes srun give up
+    when the node cannot be allocated instead of queueing; --time bounds the job in Slurm;
+    the timeout bounds srun itself. stdout: JSON node -> that srun's record."""
     wait = max(1, int(timeout) - 5)
-    return run(
-        [
-            "srun",
-            f"--immediate={wait}",
-            "--time=1",
-            f"--nodes={len(nodes)}",
-            f"--ntasks={len(nodes)}",
-            "--ntasks-per-node=1",
-            "--nodelist=" + ",".join(nodes),
-            "--job-name=myriad-validate",
-            "hostname",
-            "-s",
-        ],
-        timeout,
-    )
+
+    def one(node: str) -> Record:
+        return run(
+            [
+                "srun", f"--immediate={wait}", "--time=1", "--nodes=1", "--ntasks=1",
+                "--nodelist=" + node, "--job-name=myriad-validate", "hostname", "-s",
+            ],
+            timeout,
+        )  # fmt: skip
+
+    with ThreadPoolExecutor(max_workers=max(1, min(JOB_PARALLEL, len(nodes)))) as pool:
+        outcomes = list(pool.map(one, nodes))
+    records = {node: outcomes[i] for i, node in enumerate(nodes)}
+    if all(r.get("missing") for r in records.values()):
+        return _record(None, stderr="srun: command not found", missing=True)
+    return _record(0, json.dumps(records, sort_keys=True))
 
 
 def _attr(path: str) -> str | None:
@@ -416,7 +422,7 @@ def probes(args: argparse.Namespace) -> dict[str, Callable[[], Record]]:
         table["scontrol_topology"] = lambda: run(["scontrol", "show", "topology"], t)
         table["sinfo"] = lambda: run(["sinfo", "-N", "-h", "-o", "%n %T %G"], t)
         if args.job_nodes:
-            table["srun_job"] = lambda: srun_job(args.job_nodes, args.job_timeout)
+            table["srun_job"] = lambda: srun_jobs(args.job_nodes, args.job_timeout)
     elif args.controller == "kubernetes":
         table["kubectl_nodes"] = lambda: kubectl_nodes(t)
     return table

@@ -374,14 +374,13 @@ def _evaluate_job(expected: str, facts: NodeFacts, view: ClusterView, node: str)
     if view.job.state == "not-gathered":
         return Outcome("not-applicable", "no job run (--no-jobs)")
     if not view.job.ok:
-        # srun failed or timed out: the whole job did not run, so it ran on no node.
-        return failed(f"the validation job failed: {view.job.detail}")
+        return unavailable(view.job)
     job = view.job.get()
-    if node in job.hosts:
+    if node in job.ran:
         return passed(f"ran on {node}")
-    if node not in job.nodes:
-        return Outcome("not-applicable", "not among the nodes the job was asked to run on")
-    return failed(f"the job ran on {len(job.hosts)} node(s), not on {node}")
+    if node in job.errors:
+        return failed(f"the job did not run: {job.errors[node]}")
+    return Outcome("not-applicable", "not among the nodes the job was asked to run on")
 
 
 SLURM_JOB = Check(
@@ -390,5 +389,5 @@ SLURM_JOB = Check(
     spec_fields=("pools",),
     derive=_derive_job,
     evaluate=_evaluate_job,
-    explain=lambda expected: f"srun {expected} ran on the node (bounded, one task per node)",
+    explain=lambda expected: f"srun {expected} ran on the node (one bounded job per node)",
 )
