@@ -75,7 +75,10 @@ class ClusterState:
         return status
 
     def write_status(self, **values: Any) -> None:
-        status = {**self.read_status(), **values}
+        self.replace_status({**self.read_status(), **values})
+
+    def replace_status(self, status: dict[str, Any]) -> None:
+        """The whole record at once (also over a damaged one), written whole or not at all."""
         try:
             atomic_write_text(self.status_file, json.dumps(status, indent=2) + "\n", mode=0o600)
         except OSError as exc:

@@ -206,8 +206,11 @@ def down(spec_path: Path, console: Console, *, yes: bool) -> int:
         if answer.strip() != spec.metadata.name:
             console.print("not confirmed; nothing removed")
             return 1
-    removed = local.remove(spec)
-    cluster_state(spec.metadata.name).write_status(last_bringup={}, removed=True)
+    state = cluster_state(spec.metadata.name)
+    # Not from under a running bring-up: it would fail on every node for no reason it shows.
+    with hold_cluster_lock(state, "down"):
+        removed = local.remove(spec)
+        state.replace_status({"last_bringup": {}, "removed": True})
     console.print(f"removed {len(removed)} container(s) and network(s) of {spec.metadata.name}")
     return 0
 
