@@ -260,7 +260,7 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument(
         "--no-jobs",
         action="store_true",
-        help="do not run the tiny Slurm job across the compute nodes (slurm.job)",
+        help="do not run the tiny Slurm job on each compute node (check slurm.job)",
     )
     validate.set_defaults(handler=_cmd_validate)
 

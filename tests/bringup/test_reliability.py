@@ -462,3 +462,24 @@ def test_hand_editable_configs_are_checked_and_backed_up_before_replacement() ->
     assert _task("common", "limits.yml", "__common_limits_file }}")["backup"] is True
     for name in ("slurm.conf", "cgroup.conf", "gres.conf", "topology.conf"):
         assert _task("slurm", "config.yml", f"/{name}")["backup"] is True, name
+
+
+def test_up_records_the_run_before_the_containers_change(
+    state_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from myriad.provision import node_image
+
+    seen: dict[str, Any] = {}
+
+    def converge(spec: Any) -> None:
+        seen.update(flow.cluster_state("local").read_status()["last_bringup"])
+        seen["locked"] = lock.is_locked(state_dir / "local")
+        raise KeyboardInterrupt  # stands in for a SIGKILL: nothing after this runs
+
+    monkeypatch.setattr(node_image, "ensure_node_image", lambda recipe: "sha256:" + "0" * 64)
+    monkeypatch.setattr(node_image, "node_image_recipe", lambda: None)
+    monkeypatch.setattr(verbs.local, "converge", converge)
+    assert main(["up", str(LOCAL)]) == 130
+    assert seen["status"] == flow.RUNNING and seen["locked"] is True
+    assert seen["failed_hosts"] == ["ctl01", "node01", "node02", "node03"]
+    assert not lock.is_locked(state_dir / "local")

@@ -175,6 +175,7 @@ def test_a_second_run_refuses_and_ctrl_c_stops_everything_with_130(cluster: Clus
             first.kill()
     assert first.returncode == 130, out[-3000:] + err[-3000:]
     assert "error: interrupted during " in err
+    print("interrupt:", err.strip().splitlines()[-1])
     assert "matched no hosts" not in out + err
     time.sleep(1)
     assert [pid for pid in started if _alive(pid)] == []
@@ -228,6 +229,8 @@ def test_a_frozen_node_times_out_the_others_finish_and_retry_picks_it_up(
     # Bounded by the task timeout, not by the hour-long run limit.
     assert seconds < 240, seconds
     text = " ".join(out.split())
+    # What the operator saw (kept in the test log: a timeout or Docker refusing the paused node).
+    print(f"frozen node: {seconds:.1f} s;", [line for line in out.splitlines() if "node02" in line])
     assert f"node02 did not answer: its container {cluster.container('node02')} is paused" in text
     assert f"`docker unpause {cluster.container('node02')}`" in text
     retry = cluster.myriad("bringup", str(cluster.spec), "--tags", "common", "--retry-failed")

@@ -190,18 +190,7 @@ def run_site(
     started_at = _now()
     if not check:
         # Recorded before Ansible starts: a run that never finishes stays visible as such.
-        state.write_status(
-            last_bringup={
-                "status": RUNNING,
-                "ok": False,
-                "failed_hosts": hosts,
-                "changed_hosts": [],
-                "run_dir": str(run_dir),
-                "tuning": tuning.label,
-                "pid": os.getpid(),
-                "started_at": started_at,
-            }
-        )
+        record_started(state, hosts, tuning, run_dir, started_at)
     with reporter.playbook("bring-up (playbooks/site.yml)") as progress:
         outcome = run_playbook(
             paths.playbook("site.yml"),
@@ -233,6 +222,28 @@ def run_site(
     if not outcome.stats and outcome.status == "successful":
         raise FlowError("the bring-up matched no hosts: check --limit and the inventory")
     return outcome
+
+
+def record_started(
+    state: ClusterState,
+    hosts: Sequence[str],
+    tuning: Tuning,
+    run_dir: Path | None = None,
+    started_at: str | None = None,
+) -> None:
+    """The run's record before it changes anything: `running`, every node still to do."""
+    state.write_status(
+        last_bringup={
+            "status": RUNNING,
+            "ok": False,
+            "failed_hosts": list(hosts),
+            "changed_hosts": [],
+            "run_dir": str(run_dir) if run_dir else None,
+            "tuning": tuning.label,
+            "pid": os.getpid(),
+            "started_at": started_at or _now(),
+        }
+    )
 
 
 def _now() -> str:

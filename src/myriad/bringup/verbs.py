@@ -15,6 +15,7 @@ from myriad.bringup.flow import (
     ClusterState,
     cluster_state,
     planned,
+    record_started,
     render_state,
     retry_limit,
     run_site,
@@ -76,6 +77,8 @@ def _up_locked(
     tuning: Tuning,
 ) -> int:
     spec = result.loaded.spec
+    # Before the containers change: a run killed from here on shows as incomplete.
+    record_started(state, limit or [n.name for n in local.local_nodes(spec)], tuning)
     with reporter.phase("node image") as notes:
         from myriad.provision.node_image import ensure_node_image, node_image_recipe
 
