@@ -221,7 +221,9 @@ def build_parser() -> argparse.ArgumentParser:
     source.add_argument("--stack", metavar="ENV", help="node addresses from this Pulumi stack")
     source.add_argument("--stack-outputs", type=Path, metavar="FILE", help="...or from a file")
     bringup.add_argument("--limit", metavar="HOSTS", help="comma-separated hosts or groups")
-    bringup.add_argument("--tags", metavar="TAGS", help="comma-separated role tags")
+    bringup.add_argument(
+        "--tags", metavar="TAGS", help="comma-separated role tags (unknown refused)"
+    )
     bringup.add_argument("--retry-failed", action="store_true", help="only the last failures")
     bringup.add_argument(
         "--check",
