@@ -231,6 +231,9 @@ def test_the_job_must_run_on_every_compute_node_and_a_broken_one_fails_alone(
             }
         ),
     )
+    busy = run_with_job(local, job_document({"node01": {"skipped": "allocated"}}))
+    assert busy[("node01", "slurm.job")].status == "not-applicable"
+    assert busy[("node01", "slurm.job")].actual == "no job sent: the node was allocated"
     assert found[("node01", "slurm.job")].status == "pass"
     missed = found[("node02", "slurm.job")]
     assert (missed.status, missed.actual) == (
@@ -313,9 +316,12 @@ def test_the_gatherer_runs_one_bounded_srun_per_node(tmp_path: Path) -> None:
         '*) echo "srun: error: Unable to allocate resources" >&2; exit 1;; esac\n'
     )
     srun.chmod(0o755)
+    sinfo = bin_dir / "sinfo"
+    sinfo.write_text("#!/bin/sh\nprintf 'node01 idle\\nnode02 idle\\nnode03 completing\\n'\n")
+    sinfo.chmod(0o755)
     out = subprocess.run(
         [sys.executable, str(GATHERER), "--root", str(tmp_path), "--controller", "slurm",
-         "--job-nodes", "node01,node02", "--units", "munge"],
+         "--job-nodes", "node01,node02,node03", "--units", "munge"],
         capture_output=True, text=True, timeout=120, check=True,
         env={**__import__("os").environ, "PATH": f"{bin_dir}:/usr/bin:/bin"},
     ).stdout  # fmt: skip
@@ -323,10 +329,14 @@ def test_the_gatherer_runs_one_bounded_srun_per_node(tmp_path: Path) -> None:
     record = json.loads(document["probes"]["srun_job"]["stdout"])
     assert record["node01"]["stdout"] == "node01\n" and record["node01"]["rc"] == 0
     assert record["node02"]["rc"] == 1
+    # Only idle nodes get a job: node03 was still completing another one.
+    assert record["node03"] == {"skipped": "completing"}
     calls = sorted(log.read_text().splitlines())
+    assert len(calls) == 2
     assert calls[0] == (
         "--immediate=55 --time=1 --nodes=1 --ntasks=1 --nodelist=node01 "
         "--job-name=myriad-validate hostname -s"
     )
     facts = node_facts("ctl01", document)
     assert facts.job.ok and facts.job.get().ran == frozenset({"node01"})
+    assert facts.job.get().skipped == {"node03": "completing"}

@@ -179,6 +179,8 @@ class JobRun:
     nodes: tuple[str, ...]
     ran: frozenset[str]
     errors: Mapping[str, str]
+    # Nodes not idle when the jobs were submitted (sinfo's state): no job was sent there.
+    skipped: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -652,8 +654,11 @@ def _job(args: Mapping[str, Any]) -> Callable[[str], JobRun]:
     nodes = tuple(str(n) for n in asked) if isinstance(asked, list) else ()
 
     def parse(text: str) -> JobRun:
-        ran, errors = set(), {}
+        ran, errors, skipped = set(), {}, {}
         for node, raw in _json_object("srun (validation job)", text).items():
+            if isinstance(raw, Mapping) and isinstance(raw.get("skipped"), str):
+                skipped[node] = str(raw["skipped"])
+                continue
             record = _probe(raw)
             if record is None:
                 raise ParseFailure("srun (validation job)", f"{node}: not a probe record")
@@ -663,7 +668,7 @@ def _job(args: Mapping[str, Any]) -> Callable[[str], JobRun]:
                 errors[node] = "srun timed out"
             else:
                 errors[node] = f"srun exited {record.rc}: {_message(record)}"
-        return JobRun(nodes, frozenset(ran), errors)
+        return JobRun(nodes, frozenset(ran), errors, skipped)
 
     return parse
 

@@ -264,10 +264,20 @@ def srun_jobs(nodes: list[str], timeout: float) -> Record:
             timeout,
         )  # fmt: skip
 
-    with ThreadPoolExecutor(max_workers=max(1, min(JOB_PARALLEL, len(nodes)))) as pool:
-        outcomes = list(pool.map(one, nodes))
-    records = {node: outcomes[i] for i, node in enumerate(nodes)}
-    if all(r.get("missing") for r in records.values()):
+    # Only idle nodes take the job: a busy node proves itself with the jobs it runs, and a
+    # job queued behind them would only time out. Others are recorded with their state.
+    states = run(["sinfo", "-h", "-N", "-n", ",".join(nodes), "-o", "%n %T"], timeout)
+    seen: dict[str, str] = {}
+    for line in states["stdout"].splitlines() if states["rc"] == 0 else []:
+        parts = line.split()
+        if len(parts) == 2:
+            seen[parts[0]] = parts[1]
+    free = [n for n in nodes if seen.get(n, "idle") == "idle"]
+    with ThreadPoolExecutor(max_workers=max(1, min(JOB_PARALLEL, len(free) or 1))) as pool:
+        outcomes = list(pool.map(one, free))
+    records: dict[str, Any] = {node: outcomes[i] for i, node in enumerate(free)}
+    records.update({n: {"skipped": seen[n]} for n in nodes if n not in records})
+    if free and all(records[n].get("missing") for n in free):
         return _record(None, stderr="srun: command not found", missing=True)
     return _record(0, json.dumps(records, sort_keys=True))
 

@@ -380,6 +380,9 @@ def _evaluate_job(expected: str, facts: NodeFacts, view: ClusterView, node: str)
         return passed(f"ran on {node}")
     if node in job.errors:
         return failed(f"the job did not run: {job.errors[node]}")
+    if node in job.skipped:
+        # slurm.node-state judges the state; a busy node is not a broken one.
+        return Outcome("not-applicable", f"no job sent: the node was {job.skipped[node]}")
     return Outcome("not-applicable", "not among the nodes the job was asked to run on")
 
 
