@@ -80,6 +80,7 @@ def _cmd_up(args: argparse.Namespace, out: Console, err: Console) -> int:
         validate=None if args.no_validate else _validator(),
         retry_failed=args.retry_failed,
         tuning=_tuning(args),
+        wait_s=args.wait,
     )
 
 
@@ -111,6 +112,8 @@ def _cmd_bringup(args: argparse.Namespace, out: Console, err: Console) -> int:
         tags=_split(args.tags),
         retry_failed=args.retry_failed,
         tuning=_tuning(args),
+        check=args.check,
+        wait_s=args.wait,
     )
 
 
@@ -161,6 +164,7 @@ def _cmd_validate(args: argparse.Namespace, out: Console, err: Console) -> int:
         perf=args.perf,
         limit=_split(args.limit),
         console=out,
+        jobs=not args.no_jobs,
     )
 
 
@@ -440,6 +444,7 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--retry-failed", action="store_true", help="re-run only the failed nodes")
     up.add_argument("--no-validate", action="store_true", help="stop after the bring-up")
     _add_tuning_options(up)
+    _add_wait_option(up)
     up.set_defaults(handler=_cmd_up)
 
     bringup = commands.add_parser("bringup", help="run the site playbook on any environment")
@@ -448,9 +453,17 @@ def build_parser() -> argparse.ArgumentParser:
     source.add_argument("--stack", metavar="ENV", help="node addresses from this Pulumi stack")
     source.add_argument("--stack-outputs", type=Path, metavar="FILE", help="...or from a file")
     bringup.add_argument("--limit", metavar="HOSTS", help="comma-separated hosts or groups")
-    bringup.add_argument("--tags", metavar="TAGS", help="comma-separated role tags")
+    bringup.add_argument(
+        "--tags", metavar="TAGS", help="comma-separated role tags (unknown refused)"
+    )
     bringup.add_argument("--retry-failed", action="store_true", help="only the last failures")
+    bringup.add_argument(
+        "--check",
+        action="store_true",
+        help="Ansible's check mode with diffs: show what a run would change, change nothing",
+    )
     _add_tuning_options(bringup)
+    _add_wait_option(bringup)
     bringup.set_defaults(handler=_cmd_bringup)
 
     down = commands.add_parser("down", help="remove the local cluster's containers and network")
@@ -501,6 +514,11 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="with --fabric: write Slurm's topology.conf from the discovered fabric",
     )
+    validate.add_argument(
+        "--no-jobs",
+        action="store_true",
+        help="do not run the tiny Slurm job on each compute node (check slurm.job)",
+    )
     validate.set_defaults(handler=_cmd_validate)
 
     provision = commands.add_parser("provision", help="bare-metal installs started by pulumi up")
@@ -533,6 +551,16 @@ def _add_tuning_options(command: argparse.ArgumentParser) -> None:
         "--no-mitogen",
         action="store_true",
         help="keep the tuned settings but use Ansible's own linear strategy",
+    )
+
+
+def _add_wait_option(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--wait",
+        type=float,
+        default=0.0,
+        metavar="S",
+        help="when another run holds the cluster, wait up to S seconds for it (default: refuse)",
     )
 
 

@@ -184,3 +184,30 @@ class OpsInputError(OpsError):
     """A day-2 command's arguments are unusable (an unknown node, a malformed --batch)."""
 
     exit_code = 2
+
+
+# --- runs that tell the truth (issue #13) ---------------------------------------------------
+
+
+class ClusterBusy(FlowError):
+    """Another run holds the cluster's lock; the message names it and since when."""
+
+    exit_code = 1
+
+
+class StateError(FlowError):
+    """The cluster's state folder is damaged or cannot be written; nothing was changed."""
+
+    exit_code = 1
+
+
+class BadArguments(MyriadError):
+    """A command-line value names nothing (an unknown --tags tag or role)."""
+
+    exit_code = 2
+
+
+class RunInterrupted(MyriadError):
+    """Ctrl-C or SIGTERM stopped a run; Ansible and its workers were stopped with it."""
+
+    exit_code = 130

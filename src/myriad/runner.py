@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import sys
+import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -36,6 +39,8 @@ class HostFailure:
     task: str
     message: str
     unreachable: bool
+    # The task ran past its timeout (Ansible's TASK_TIMEOUT): a node that stopped answering.
+    timed_out: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +53,12 @@ class RunResult:
     changed_hosts: tuple[str, ...]
     seconds: float
     events: tuple[Mapping[str, Any], ...] = field(default=(), repr=False)
+    # Set when Ctrl-C or SIGTERM stopped the run: "<task> on <nodes>" it was in.
+    interrupted_during: str | None = None
+
+    @property
+    def interrupted(self) -> bool:
+        return self.interrupted_during is not None
 
     @property
     def ok(self) -> bool:
@@ -110,7 +121,19 @@ def mitogen_strategy_dir() -> Path | None:
     return Path(ansible_mitogen.__file__).parent / "plugins" / "strategy"
 
 
-def _envvars(run_dir: Path, tuning: Tuning) -> dict[str, str]:
+@dataclass(frozen=True, slots=True)
+class Timeouts:
+    """How long one task and one connection may take before the node is given up on.
+
+    A frozen node (a paused container, a hung NFS mount) then fails that task and drops
+    out of the run; the other nodes go on, and `--retry-failed` finds it among the failed.
+    """
+
+    task_s: int | None = None
+    connect_s: int | None = None
+
+
+def _envvars(run_dir: Path, tuning: Tuning, timeouts: Timeouts = Timeouts()) -> dict[str, str]:
     venv_bin = str(Path(sys.executable).parent)
     env = {
         "PATH": f"{venv_bin}{os.pathsep}{os.environ.get('PATH', '')}",
@@ -120,6 +143,10 @@ def _envvars(run_dir: Path, tuning: Tuning) -> dict[str, str]:
         "ANSIBLE_HOST_KEY_CHECKING": "true",
         "ANSIBLE_CALLBACKS_ENABLED": "ansible.posix.profile_tasks",
     }
+    if timeouts.task_s:
+        env["ANSIBLE_TASK_TIMEOUT"] = str(timeouts.task_s)
+    if timeouts.connect_s:
+        env["ANSIBLE_TIMEOUT"] = str(timeouts.connect_s)
     if tuning.pipelining:
         # One SSH (or docker exec) round trip per task instead of several.
         env["ANSIBLE_PIPELINING"] = "true"
@@ -163,20 +190,24 @@ def run_playbook(
     tuning: Tuning = TUNED,
     keep_events: bool = False,
     check: bool = False,
+    timeouts: Timeouts = Timeouts(),
 ) -> RunResult:
     """Run `playbook` against `inventory`; never raises for failed hosts, only for setup.
 
-    `check`: Ansible's check mode with diffs (`--check --diff`): what would change, nothing
-    changed (`myriad roll --plan` reads the diffs from the kept events).
+    `check` runs Ansible in check mode with diffs (nothing changes on the nodes). Ctrl-C
+    or SIGTERM during the run stops ansible-playbook and every process it started (Mitogen's
+    workers included) and returns a result whose `interrupted_during` says where it was.
     """
     import ansible_runner  # heavy: imported only when a playbook runs
 
     failures: list[HostFailure] = []
     changed: set[str] = set()
     kept: list[Mapping[str, Any]] = []
+    where = _Whereabouts()
 
     def handle(event: Mapping[str, Any]) -> bool:
         _collect(event, failures, changed)
+        where.follow(event)
         if keep_events:
             kept.append(event)
         if on_event is not None:
@@ -184,23 +215,30 @@ def run_playbook(
         return True
 
     start = time.monotonic()
-    try:
-        runner = ansible_runner.run(
-            private_data_dir=str(run_dir),
-            playbook=str(playbook),
-            inventory=str(inventory),
-            limit=",".join(limit) if limit else None,
-            tags=",".join(tags) if tags else None,
-            extravars=dict(extravars or {}),
-            cmdline="--check --diff" if check else None,
-            forks=forks_for(hosts) if tuning.scaled_forks else 5,
-            envvars=_envvars(run_dir, tuning),
-            settings={"job_timeout": timeout_s, "suppress_ansible_output": True},
-            event_handler=handle,
-            quiet=True,
-        )
-    except Exception as exc:  # ansible-runner raises plain exceptions for setup problems
-        raise RunnerError(f"ansible-runner could not start {playbook.name}: {exc}") from exc
+    with _interruptible() as stop:
+        try:
+            runner = ansible_runner.run(
+                private_data_dir=str(run_dir),
+                playbook=str(playbook),
+                inventory=str(inventory),
+                limit=",".join(limit) if limit else None,
+                tags=",".join(tags) if tags else None,
+                extravars=dict(extravars or {}),
+                forks=forks_for(hosts) if tuning.scaled_forks else 5,
+                envvars=_envvars(run_dir, tuning, timeouts),
+                cmdline="--check --diff" if check else None,
+                settings={
+                    "job_timeout": timeout_s,
+                    "suppress_ansible_output": True,
+                    # How often the cancel callback is asked while Ansible is quiet.
+                    "pexpect_timeout": 1,
+                },
+                event_handler=handle,
+                cancel_callback=stop.requested,
+                quiet=True,
+            )
+        except Exception as exc:  # ansible-runner raises plain exceptions for setup problems
+            raise RunnerError(f"ansible-runner could not start {playbook.name}: {exc}") from exc
     seconds = time.monotonic() - start
     stats = _stats(runner.stats or {})
     for host in stats.get("failures", {}):
@@ -216,7 +254,132 @@ def run_playbook(
         changed_hosts=tuple(sorted(changed)),
         seconds=seconds,
         events=tuple(kept),
+        interrupted_during=where.describe() if stop.signal is not None else None,
     )
+
+
+class _Whereabouts:
+    """The task the run is in and the hosts still running it, from the events."""
+
+    def __init__(self) -> None:
+        self.task = ""
+        self.running: set[str] = set()
+
+    def follow(self, event: Mapping[str, Any]) -> None:
+        kind = event.get("event")
+        data = event.get("event_data") or {}
+        if kind == "playbook_on_task_start":
+            self.task, self.running = str(data.get("task") or "?"), set()
+        elif kind == "runner_on_start" and data.get("host"):
+            self.task = str(data.get("task") or self.task)
+            self.running.add(str(data["host"]))
+        elif str(kind).startswith("runner_on_") and data.get("host"):
+            self.running.discard(str(data["host"]))
+
+    def describe(self) -> str:
+        if not self.task:
+            return "the start of the run (no task had begun)"
+        nodes = ", ".join(sorted(self.running)) or "no node (between tasks)"
+        return f'"{self.task}" on {nodes}'
+
+
+class _Stop:
+    """What the signal handler saw; ansible-runner polls `requested` while it runs."""
+
+    def __init__(self) -> None:
+        self.signal: int | None = None
+        self.workers: list[int] = []
+
+    def requested(self) -> bool:
+        if self.signal is not None and not self.workers:
+            # Taken before ansible-runner kills ansible-playbook's process group: workers
+            # that left the group (Mitogen's, in their own sessions) are found by parentage
+            # only while their parents still live.
+            self.workers = descendants(os.getpid()) or [-1]
+        return self.signal is not None
+
+
+@contextmanager
+def _interruptible() -> Iterator[_Stop]:
+    stop = _Stop()
+    if threading.current_thread() is not threading.main_thread():
+        yield stop  # signal handlers belong to the main thread; there is nothing to route
+        return
+
+    def on_signal(number: int, frame: object) -> None:
+        stop.signal = number
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield stop
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        if stop.signal is not None:
+            stop.requested()
+            end_processes(stop.workers)
+
+
+def descendants(pid: int) -> list[int]:
+    """Every live process below `pid` (children, theirs, ...), read from /proc."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        # The command name (field 2) may hold blanks and parentheses; ppid follows its ")".
+        fields = stat[stat.rfind(")") + 2 :].split()
+        if len(fields) > 1 and fields[1].isdigit():
+            children.setdefault(int(fields[1]), []).append(int(entry.name))
+    found: list[int] = []
+    todo = list(children.get(pid, []))
+    while todo:
+        child = todo.pop()
+        found.append(child)
+        todo.extend(children.get(child, []))
+    return found
+
+
+def end_processes(pids: Sequence[int], grace_s: float = 3.0) -> None:
+    """SIGTERM, then SIGKILL whatever is left after `grace_s`."""
+    alive = [p for p in pids if p > 0]
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in alive:
+            with suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, sig)
+        deadline = time.monotonic() + (grace_s if sig == signal.SIGTERM else 0)
+        while alive and time.monotonic() < deadline:
+            alive = [p for p in alive if _alive(p)]
+            time.sleep(0.1)
+        alive = [p for p in alive if _alive(p)]
+        if not alive:
+            return
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie child of ours still answers kill(0); reap it if it is ours.
+    try:
+        reaped, _ = os.waitpid(pid, os.WNOHANG)
+        return reaped == 0
+    except ChildProcessError:
+        return _state(pid) not in ("Z", "X", "")
+
+
+def _state(pid: int) -> str:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return ""
+    return stat[stat.rfind(")") + 2 :].split()[0]
 
 
 def _collect(event: Mapping[str, Any], failures: list[HostFailure], changed: set[str]) -> None:
@@ -234,6 +397,7 @@ def _collect(event: Mapping[str, Any], failures: list[HostFailure], changed: set
                 task=str(data.get("task") or "?"),
                 message=message.strip().splitlines()[0] if message.strip() else kind,
                 unreachable=kind == "runner_on_unreachable",
+                timed_out=bool(result.get("timedout")),
             )
         )
     elif kind == "runner_on_ok" and host and (data.get("res") or {}).get("changed"):

@@ -62,6 +62,34 @@ INIT_CAPPED = (
 )
 
 
+KEY_SHA = "5" * 64
+CONF_SHA = "c" * 64
+SLURM_CONF_FILES = ("slurm.conf", "gres.conf", "cgroup.conf", "topology.conf")
+
+
+def slurm_files(
+    key: str | None = KEY_SHA,
+    *,
+    mode: str = "0400",
+    owner: str = "munge",
+    conf: str = CONF_SHA,
+    without: tuple[str, ...] = (),
+) -> dict[str, Any]:
+    """The gatherer's digests of the munge key and the Slurm files (never their content)."""
+    record: dict[str, Any] = {
+        "/etc/munge/munge.key": None
+        if key is None
+        else {"sha256": key, "mode": mode, "owner": owner, "group": owner}
+    }
+    for name in SLURM_CONF_FILES:
+        record[f"/etc/slurm/{name}"] = (
+            None
+            if name in without
+            else {"sha256": conf, "mode": "0644", "owner": "root", "group": "root"}
+        )
+    return probe(json.dumps(record))
+
+
 def document(probes: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "schema": 1,
@@ -124,6 +152,7 @@ class Cluster:
             "docker_daemon_json": missing("/etc/docker/daemon.json"),
             "containerd_config": missing("containerd"),
             "timedatectl": probe("NTPSynchronized=yes\n"),
+            "slurm_files": slurm_files(),
         }
         if exps["roce.trust"].applies:
             # The gatherer is asked for every RoCE NIC; without mlnx-tools each is missing.

@@ -96,7 +96,16 @@ def test_local_cpu_only_nodes_get_no_gpu_or_fabric_checks_and_say_why() -> None:
         "slurm.slurmd",
         "slurm.node-state",
         "slurm.topology",
+        "slurm.munge-key",
+        "slurm.config-files",
+        "slurm.job",
     }
+    assert compute["slurm.config-files"].expected == [
+        "/etc/slurm/slurm.conf",
+        "/etc/slurm/cgroup.conf",
+        "/etc/slurm/gres.conf",
+        "/etc/slurm/topology.conf",
+    ]
     assert _applies(controller) == {
         "host.name",
         "hosts.file",
@@ -106,6 +115,8 @@ def test_local_cpu_only_nodes_get_no_gpu_or_fabric_checks_and_say_why() -> None:
         "runtime.engine",
         "slurm.munge",
         "slurm.slurmctld",
+        "slurm.munge-key",
+        "slurm.config-files",
     }
     assert controller["nccl.conf"].reason == "the nccl role configures compute nodes only"
 

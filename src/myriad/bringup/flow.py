@@ -1,14 +1,22 @@
 """The verbs a user runs: up, bringup, down, status — each a sequence of named phases.
 
-State lives in `.myriad/<cluster>/` (or $MYRIAD_STATE_DIR/<cluster>): the rendered
-inventory, one folder per run with Ansible's full event log, and `status.json` with the
-last run's outcome, which `myriad status` shows and `--retry-failed` reads.
+State lives in `$XDG_STATE_HOME/myriad/<cluster>/` (`~/.local/state/myriad/<cluster>/`
+when XDG_STATE_HOME is unset; `$MYRIAD_STATE_DIR/<cluster>/` overrides both), never under
+the current directory, so every checkout and shell sees one cluster's one state: the
+rendered inventory, one folder per run with Ansible's full event log, `status.json` with
+the last run's outcome (which `myriad status` shows and `--retry-failed` reads) and the
+cluster's run lock (`bringup/lock.py`).
+
+A run is recorded as started before Ansible starts, so a run that never finished (killed,
+the machine lost) shows as incomplete; an interrupted run is recorded as interrupted.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -19,15 +27,18 @@ from rich.console import Console
 
 from myriad import paths
 from myriad.bringup.reporting import Reporter
-from myriad.errors import FlowError
+from myriad.errors import FlowError, RunInterrupted, StateError
 from myriad.fsutil import atomic_write_text
 from myriad.plan.pipeline import PlanResult, plan_spec
 from myriad.provision.resolve import resolve_cluster
 from myriad.render.inventory import Inventory
 from myriad.render.writer import write_inventory
-from myriad.runner import TUNED, RunResult, Tuning, new_run_dir, run_playbook
+from myriad.runner import TUNED, RunResult, Timeouts, Tuning, new_run_dir, run_playbook
 
 STATE_ENV = "MYRIAD_STATE_DIR"
+XDG_STATE_ENV = "XDG_STATE_HOME"
+# What a run's record says while it runs; seen after the run, it means it never finished.
+RUNNING = "running"
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,24 +54,82 @@ class ClusterState:
         return self.root / "status.json"
 
     def read_status(self) -> dict[str, Any]:
+        damaged = (
+            f"{self.status_file} is damaged ({{}}); nothing was changed. Move it away "
+            f"(mv {self.status_file} {self.status_file}.damaged) and run again: the next "
+            "run starts a fresh record"
+        )
         try:
-            status: dict[str, Any] = json.loads(self.status_file.read_text())
-            return status
+            status: Any = json.loads(self.status_file.read_text())
         except FileNotFoundError:
             return {}
         except json.JSONDecodeError as exc:
-            raise FlowError(f"{self.status_file} is damaged ({exc.msg}); delete it") from None
+            raise StateError(damaged.format(f"{exc.msg} at line {exc.lineno}")) from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise StateError(damaged.format(f"unreadable: {exc}")) from None
+        if not isinstance(status, dict):
+            raise StateError(damaged.format(f"a JSON {type(status).__name__}, not an object"))
+        last = status.get("last_bringup", {})
+        if not isinstance(last, dict):
+            raise StateError(damaged.format("last_bringup is not an object"))
+        return status
 
     def write_status(self, **values: Any) -> None:
-        status = {**self.read_status(), **values}
-        atomic_write_text(self.status_file, json.dumps(status, indent=2) + "\n", mode=0o600)
+        self.replace_status({**self.read_status(), **values})
+
+    def replace_status(self, status: dict[str, Any]) -> None:
+        """The whole record at once (also over a damaged one), written whole or not at all."""
+        try:
+            atomic_write_text(self.status_file, json.dumps(status, indent=2) + "\n", mode=0o600)
+        except OSError as exc:
+            raise StateError(_unwritable(self.root, exc)) from None
+
+    def check(self) -> None:
+        """Before anything changes: the state reads back and the folder takes a write."""
+        self.read_status()
+        check_writable(self.root)
+
+
+def _unwritable(root: Path, exc: OSError) -> str:
+    why = "the disk is full" if exc.errno == errno.ENOSPC else (exc.strerror or str(exc))
+    return (
+        f"cannot write the cluster's state folder {root}: {why}; nothing was changed. Free "
+        f"space or fix its permissions, or set ${STATE_ENV} to a writable folder"
+    )
+
+
+def check_writable(root: Path) -> None:
+    """Write, sync and remove a small file in `root`; StateError if the folder refuses."""
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".write-check.", dir=root)
+        try:
+            os.write(fd, b"x" * 4096)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+            os.unlink(probe)
+    except OSError as exc:
+        raise StateError(_unwritable(root, exc)) from None
+
+
+def state_base() -> Path:
+    """Where every cluster's state folder lives (see the module's doc)."""
+    if os.environ.get(STATE_ENV):
+        return Path(os.environ[STATE_ENV]).expanduser()
+    xdg = os.environ.get(XDG_STATE_ENV)
+    # The XDG spec ignores a relative XDG_STATE_HOME.
+    if xdg and Path(xdg).is_absolute():
+        return Path(xdg) / "myriad"
+    return Path.home() / ".local" / "state" / "myriad"
 
 
 def cluster_state(cluster: str) -> ClusterState:
-    base = Path(os.environ.get(STATE_ENV) or Path.cwd() / ".myriad")
-    root = base / cluster
-    root.mkdir(parents=True, exist_ok=True)
-    os.chmod(root, 0o700)
+    root = state_base() / cluster
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        os.chmod(root, 0o700)
+    except OSError as exc:
+        raise StateError(_unwritable(root, exc)) from None
     return ClusterState(root)
 
 
@@ -108,11 +177,20 @@ def run_site(
     tags: Sequence[str] | None = None,
     tuning: Tuning = TUNED,
     max_fail_percentage: int | None = None,
+    check: bool = False,
 ) -> RunResult:
-    run_dir = new_run_dir(state.root, "bringup")
+    try:
+        run_dir = new_run_dir(state.root, "check" if check else "bringup")
+    except OSError as exc:
+        raise StateError(_unwritable(state.root, exc)) from None
     hosts = list(limit) if limit else list(inventory.hosts)
     if max_fail_percentage is None:
         max_fail_percentage = failure_budget(len(hosts))
+    settings = result.loaded.spec.bringup
+    started_at = _now()
+    if not check:
+        # Recorded before Ansible starts: a run that never finishes stays visible as such.
+        record_started(state, hosts, tuning, run_dir, started_at)
     with reporter.playbook("bring-up (playbooks/site.yml)") as progress:
         outcome = run_playbook(
             paths.playbook("site.yml"),
@@ -127,27 +205,87 @@ def run_site(
             },
             on_event=progress.on_event,
             tuning=tuning,
+            check=check,
+            timeouts=Timeouts(settings.task_timeout_s, settings.connect_timeout_s),
+        )
+    if outcome.interrupted:
+        if not check:
+            _record(state, outcome, run_dir, tuning, started_at, hosts, "interrupted")
+        raise RunInterrupted(
+            f"interrupted during {outcome.interrupted_during}; Ansible and its workers were "
+            f"stopped, the run is recorded as interrupted (log: {run_dir / 'artifacts'})"
         )
     reporter.recap(outcome, hosts)
     console.print(f"Ansible's full event log: {run_dir / 'artifacts'}")
-    state.write_status(
-        last_bringup={
-            "status": outcome.status,
-            "ok": outcome.ok,
-            "failed_hosts": outcome.failed_hosts(),
-            "changed_hosts": list(outcome.changed_hosts),
-            "run_dir": str(run_dir),
-            "tuning": tuning.label,
-            "seconds": round(outcome.seconds, 1),
-            "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        }
-    )
-    if not outcome.stats:
+    if not check:
+        _record(state, outcome, run_dir, tuning, started_at, hosts, outcome.status)
+    if not outcome.stats and outcome.status == "successful":
         raise FlowError("the bring-up matched no hosts: check --limit and the inventory")
     return outcome
 
 
+def record_started(
+    state: ClusterState,
+    hosts: Sequence[str],
+    tuning: Tuning,
+    run_dir: Path | None = None,
+    started_at: str | None = None,
+) -> None:
+    """The run's record before it changes anything: `running`, every node still to do."""
+    state.write_status(
+        last_bringup={
+            "status": RUNNING,
+            "ok": False,
+            "failed_hosts": list(hosts),
+            "changed_hosts": [],
+            "run_dir": str(run_dir) if run_dir else None,
+            "tuning": tuning.label,
+            "pid": os.getpid(),
+            "started_at": started_at or _now(),
+        }
+    )
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def unfinished_hosts(outcome: RunResult, hosts: Sequence[str]) -> list[str]:
+    """The hosts to retry: those that failed, and when the run did not end by itself (a
+    timeout, an interrupt) every host it had not finished with."""
+    failed = set(outcome.failed_hosts())
+    if outcome.status != "successful" and not outcome.stats:
+        failed |= set(hosts)
+    return sorted(failed)
+
+
+def _record(
+    state: ClusterState,
+    outcome: RunResult,
+    run_dir: Path,
+    tuning: Tuning,
+    started_at: str,
+    hosts: Sequence[str],
+    status: str,
+) -> None:
+    state.write_status(
+        last_bringup={
+            "status": status,
+            "ok": outcome.ok,
+            "failed_hosts": unfinished_hosts(outcome, hosts),
+            "changed_hosts": list(outcome.changed_hosts),
+            "run_dir": str(run_dir),
+            "tuning": tuning.label,
+            "seconds": round(outcome.seconds, 1),
+            "started_at": started_at,
+            "finished_at": _now(),
+            **({"interrupted_during": outcome.interrupted_during} if outcome.interrupted else {}),
+        }
+    )
+
+
 def retry_limit(state: ClusterState) -> list[str]:
+    # A run killed before it could say (status `running`) lists every node it ran on.
     failed = state.read_status().get("last_bringup", {}).get("failed_hosts", [])
     if not failed:
         raise FlowError("the last bring-up has no failed nodes to retry")

@@ -11,21 +11,25 @@ from rich.console import Console
 from rich.table import Table
 
 from myriad.bringup.flow import (
+    RUNNING,
     ClusterState,
     cluster_state,
     planned,
+    record_started,
     render_state,
     retry_limit,
     run_site,
 )
+from myriad.bringup.lock import hold_cluster_lock, is_locked, read_holder
 from myriad.bringup.reporting import Reporter
+from myriad.bringup.tags import check_tags
 from myriad.errors import FlowError
 from myriad.plan.pipeline import PlanResult
 from myriad.provision import local
 from myriad.provision.resolve import resolve_cluster
 from myriad.render.monitoring import prometheus_url
 from myriad.render.writer import write_inventory
-from myriad.runner import TUNED, Tuning
+from myriad.runner import TUNED, RunResult, Tuning
 
 # Called after a successful bring-up: (plan, inventory dir, state, console) → exit code.
 Validator = Callable[[PlanResult, ClusterState, Console], int]
@@ -48,6 +52,7 @@ def up(
     validate: Validator | None,
     retry_failed: bool = False,
     tuning: Tuning = TUNED,
+    wait_s: float = 0.0,
 ) -> int:
     with reporter.phase("plan") as notes:
         result = planned(spec_path)
@@ -55,6 +60,26 @@ def up(
         spec = result.loaded.spec
         notes.append(f"{result.plan.nodes if result.plan else 0} nodes")
     state = cluster_state(spec.metadata.name)
+    # Damaged or unwritable state is found before anything changes on the nodes.
+    state.check()
+    limit = retry_limit(state) if retry_failed else None
+    with hold_cluster_lock(state, "up", wait_s=wait_s):
+        return _up_locked(spec_path, console, result, state, reporter, validate, limit, tuning)
+
+
+def _up_locked(
+    spec_path: Path,
+    console: Console,
+    result: PlanResult,
+    state: ClusterState,
+    reporter: Reporter,
+    validate: Validator | None,
+    limit: list[str] | None,
+    tuning: Tuning,
+) -> int:
+    spec = result.loaded.spec
+    # Before the containers change: a run killed from here on shows as incomplete.
+    record_started(state, limit or [n.name for n in local.local_nodes(spec)], tuning)
     with reporter.phase("node image") as notes:
         from myriad.provision.node_image import ensure_node_image, node_image_recipe
 
@@ -68,14 +93,16 @@ def up(
     with reporter.phase("inventory") as notes:
         inventory = render_state(result, state)
         notes.append(str(state.inventory))
-    limit = retry_limit(state) if retry_failed else None
     bringup = run_site(result, inventory, state, console, reporter, limit=limit, tuning=tuning)
     if not bringup.ok:
         failed = ", ".join(bringup.failed_hosts()) or bringup.status
         console.print(
             f"[bold red]bring-up failed on {failed}[/bold red]: fix the cause, then "
-            f"`myriad up {spec_path} --retry-failed`"
+            f"`myriad up {spec_path} --retry-failed`",
+            highlight=False,
         )
+        for line in unreachable_advice(result, state, bringup):
+            console.print(line, markup=False, highlight=False)
         return 1
     if validate is None:
         return 0
@@ -103,24 +130,66 @@ def bringup(
     tags: Sequence[str] | None = None,
     retry_failed: bool = False,
     tuning: Tuning = TUNED,
+    check: bool = False,
+    wait_s: float = 0.0,
 ) -> int:
-    """The site playbook against any environment's inventory (rendered afresh from the spec)."""
+    """The site playbook against any environment's inventory (rendered afresh from the spec).
+
+    With `check`, Ansible's check mode with diffs: what a run would change, changing nothing.
+    """
+    check_tags(tags)
     cluster = resolve_cluster(spec_path, stack=stack, stack_outputs=stack_outputs)
     state = cluster_state(cluster.spec.metadata.name)
-    write_inventory(cluster.inventory, state.inventory)
+    state.check()
     if retry_failed:
         limit = retry_limit(state)
-    outcome = run_site(
-        cluster.result,
-        cluster.inventory,
-        state,
-        console,
-        reporter,
-        limit=limit,
-        tags=tags,
-        tuning=tuning,
-    )
+    with hold_cluster_lock(state, "bringup --check" if check else "bringup", wait_s=wait_s):
+        write_inventory(cluster.inventory, state.inventory)
+        outcome = run_site(
+            cluster.result,
+            cluster.inventory,
+            state,
+            console,
+            reporter,
+            limit=limit,
+            tags=tags,
+            tuning=tuning,
+            check=check,
+        )
+    if check:
+        changes = ", ".join(outcome.changed_hosts) or "no node"
+        console.print(f"check mode: a run would change {changes}; nothing was changed")
+    if not outcome.ok and cluster.spec.provider.kind == "local":
+        for line in unreachable_advice(cluster.result, state, outcome):
+            console.print(line, markup=False, highlight=False)
     return 0 if outcome.ok else 1
+
+
+def unreachable_advice(result: PlanResult, state: ClusterState, outcome: RunResult) -> list[str]:
+    """For each unreachable local node: that it did not answer, its container's state, and
+    a command that works as printed."""
+    spec = result.loaded.spec
+    if spec.provider.kind != "local":
+        return []
+    down = sorted({f.host for f in outcome.failures if f.unreachable or f.timed_out})
+    if not down:
+        return []
+    containers = {n.name: n for n in local.status(spec)}
+    lines = []
+    for host in down:
+        node = containers.get(host)
+        where = f"its container {node.container} is {node.state}" if node else "no container"
+        hint = {
+            "paused": f"docker unpause {node.container}" if node else "",
+            "exited": f"docker start {node.container}" if node else "",
+        }.get(node.state if node else "", "")
+        lines.append(
+            f"{host} did not answer: {where}"
+            + (f"; resume it with `{hint}`" if hint else "")
+            + f"; check it with `ansible -i {state.inventory / 'hosts.yml'} {host} -m "
+            "ansible.builtin.ping`"
+        )
+    return lines
 
 
 def down(spec_path: Path, console: Console, *, yes: bool) -> int:
@@ -141,8 +210,11 @@ def down(spec_path: Path, console: Console, *, yes: bool) -> int:
         if answer.strip() != spec.metadata.name:
             console.print("not confirmed; nothing removed")
             return 1
-    removed = local.remove(spec)
-    cluster_state(spec.metadata.name).write_status(last_bringup={}, removed=True)
+    state = cluster_state(spec.metadata.name)
+    # Not from under a running bring-up: it would fail on every node for no reason it shows.
+    with hold_cluster_lock(state, "down"):
+        removed = local.remove(spec)
+        state.replace_status({"last_bringup": {}, "removed": True})
     console.print(f"removed {len(removed)} container(s) and network(s) of {spec.metadata.name}")
     return 0
 
@@ -162,20 +234,45 @@ def status(spec_path: Path, console: Console) -> int:
         else [(name, "-", "-") for name in _inventory_hosts(state)]
     )
     for name, state_text, address in nodes:
-        outcome = "-" if not last else ("failed" if name in failed else "ok")
-        style = "red" if outcome == "failed" or state_text not in ("running", "-") else ""
+        unfinished = "incomplete" if last.get("status") in (RUNNING, "interrupted") else "failed"
+        outcome = "-" if not last else (unfinished if name in failed else "ok")
+        style = (
+            "red"
+            if outcome in ("failed", "incomplete") or state_text not in ("running", "-")
+            else ""
+        )
         table.add_row(name, state_text, address, outcome, style=style)
     console.print(table)
-    if last:
-        console.print(
-            f"last bring-up: {last.get('status')} at {last.get('finished_at')} in "
-            f"{last.get('seconds')} s ({last.get('tuning', 'tuned')}); log: {last.get('run_dir')}"
-        )
-    else:
-        console.print("no bring-up recorded yet")
+    console.print(describe_last(state, last), markup=False, highlight=False)
     if url := prometheus_url(spec):
         console.print(f"Prometheus: {url}")
     return 0
+
+
+def describe_last(state: ClusterState, last: dict[str, object]) -> str:
+    """The last bring-up in one line, saying so when it never finished."""
+    if not last:
+        return "no bring-up recorded yet"
+    log = f"log: {last.get('run_dir')}"
+    if last.get("status") == RUNNING:
+        if is_locked(state):
+            holder = read_holder(state)
+            who = holder.describe() if holder else f"pid {last.get('pid')}"
+            return f"bring-up running now: {who}; {log}"
+        return (
+            f"last bring-up incomplete: started at {last.get('started_at')} (pid "
+            f"{last.get('pid')}) and never finished (killed?); `--retry-failed` re-runs "
+            f"its nodes; {log}"
+        )
+    if last.get("status") == "interrupted":
+        return (
+            f"last bring-up interrupted at {last.get('finished_at')} during "
+            f"{last.get('interrupted_during')}; {log}"
+        )
+    return (
+        f"last bring-up: {last.get('status')} at {last.get('finished_at')} in "
+        f"{last.get('seconds')} s ({last.get('tuning', 'tuned')}); {log}"
+    )
 
 
 def _inventory_hosts(state: ClusterState) -> list[str]:

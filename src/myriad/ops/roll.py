@@ -161,9 +161,13 @@ def read_variables(path: Path) -> dict[str, Any]:
 
 @contextlib.contextmanager
 def cluster_lock(state_root: Path, verb: str) -> Iterator[None]:
-    """The roll's whole run happens inside this: the place to hold the cluster's run lock
-    (`<state root>/run.lock`), so no bring-up or second roll runs on the nodes meanwhile."""
-    yield
+    """The cluster's run lock (`<state root>/run.lock`) for the whole operation, so no
+    bring-up, `down` or second roll runs on the nodes meanwhile; ClusterBusy names the
+    holder."""
+    from myriad.bringup.lock import hold_cluster_lock
+
+    with hold_cluster_lock(state_root, verb):
+        yield
 
 
 def in_worker(work: Callable[[], T]) -> T:

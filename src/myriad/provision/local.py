@@ -112,14 +112,49 @@ def ensure_network(spec: Cluster) -> bool:
                 f"is {spec.network.addressing.management}: run `myriad down` first"
             )
         return False
-    docker(
-        "network", "create", "--driver", "bridge",
-        "--subnet", spec.network.addressing.management,
-        "--gateway", _gateway(spec),
-        "--label", f"{CLUSTER_LABEL}={spec.metadata.name}",
-        name,
-    )  # fmt: skip
+    try:
+        docker(
+            "network", "create", "--driver", "bridge",
+            "--subnet", spec.network.addressing.management,
+            "--gateway", _gateway(spec),
+            "--label", f"{CLUSTER_LABEL}={spec.metadata.name}",
+            name,
+        )  # fmt: skip
+    except LocalClusterError as exc:
+        if "overlaps" not in str(exc):
+            raise
+        owners = subnet_owners(spec.network.addressing.management)
+        raise LocalClusterError(
+            f"the management subnet {spec.network.addressing.management} overlaps "
+            + (", ".join(owners) if owners else "a subnet Docker holds")
+            + ": choose another network.addressing.management, or remove what holds it"
+        ) from None
     return True
+
+
+def subnet_owners(subnet: str) -> list[str]:
+    """The Docker networks whose subnets overlap `subnet`, each with the Myriad cluster that
+    made it (its label) or the containers on it."""
+    wanted = ipaddress.ip_network(subnet, strict=False)
+    ids = docker("network", "ls", "--quiet", "--no-trunc").split()
+    if not ids:
+        return []
+    owners = []
+    for network in json.loads(docker("network", "inspect", *ids)):
+        configs = (network.get("IPAM") or {}).get("Config") or []
+        taken = [c["Subnet"] for c in configs if c.get("Subnet")]
+        clash = [s for s in taken if ipaddress.ip_network(s, strict=False).overlaps(wanted)]
+        if not clash:
+            continue
+        cluster = (network.get("Labels") or {}).get(CLUSTER_LABEL)
+        containers = sorted(c.get("Name", "?") for c in (network.get("Containers") or {}).values())
+        whose = (
+            f"of Myriad cluster {cluster}"
+            if cluster
+            else (f"used by {', '.join(containers[:3])}" if containers else "no containers")
+        )
+        owners.append(f"Docker network {network.get('Name')} ({', '.join(clash)}, {whose})")
+    return owners
 
 
 def container_states(spec: Cluster) -> dict[str, tuple[str, str]]:

@@ -22,6 +22,7 @@ from pydantic import (
     model_validator,
 )
 
+from myriad.spec.bringup import Bringup
 from myriad.spec.catalog_models import Catalog, PcieGen, Whole
 from myriad.spec.monitoring import Monitoring
 
@@ -680,6 +681,7 @@ class Cluster(_Model):
         default_factory=Monitoring,
         description="Prometheus, Alertmanager, exporters and alert rules from the spec and plan",
     )
+    bringup: Bringup = Field(Bringup(), description="How long bring-up waits for a node (timeouts)")
     catalog: Catalog = Field(
         default_factory=Catalog, description="Entries added to or replacing the shipped catalog"
     )

@@ -163,6 +163,27 @@ class SinfoNode:
 
 
 @dataclass(frozen=True, slots=True)
+class FileDigest:
+    """A file's sha256, mode and owner; the content never leaves the node."""
+
+    sha256: str
+    mode: str
+    owner: str
+    group: str
+
+
+@dataclass(frozen=True, slots=True)
+class JobRun:
+    """The validation jobs the controller ran, one per node: who ran it, and why not."""
+
+    nodes: tuple[str, ...]
+    ran: frozenset[str]
+    errors: Mapping[str, str]
+    # Nodes not idle when the jobs were submitted (sinfo's state): no job was sent there.
+    skipped: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
 class NodeFacts:
     """What one node told us. Controller-only facts are `not-gathered` elsewhere."""
 
@@ -198,6 +219,10 @@ class NodeFacts:
     hca_counters: Fact[Mapping[str, Mapping[str, int | None]]] = NOT_GATHERED
     # Each interface's IPv4 addresses as ADDRESS/PREFIX (`ip -j -4 addr`).
     addresses: Fact[Mapping[str, tuple[str, ...]]] = NOT_GATHERED
+    # /etc/munge/munge.key and the Slurm configuration files: path -> digest, None if absent.
+    slurm_files: Fact[Mapping[str, FileDigest | None]] = NOT_GATHERED
+    # On a Slurm controller asked to run the validation job: which nodes ran it.
+    job: Fact[JobRun] = NOT_GATHERED
     seconds: float | None = None
     # Each RDMA device's first port (the one the spec's NICs use), read once for the
     # several HCA checks.
@@ -602,8 +627,50 @@ def node_facts(host: str, document: object) -> NodeFacts:
         ),
         sinfo=read_probe(probes, "sinfo", "sinfo -N", _sinfo),
         kube_nodes=read_probe(probes, "kubectl_nodes", "kubectl get nodes", parse_kubectl_nodes),
+        slurm_files=read_probe(probes, "slurm_files", "Slurm file digests", _file_digests),
+        job=read_probe(probes, "srun_job", "srun (validation job)", _job(args or {})),
         seconds=float(seconds) if isinstance(seconds, (int, float)) else None,
     )
+
+
+def _file_digests(text: str) -> Mapping[str, FileDigest | None]:
+    found: dict[str, FileDigest | None] = {}
+    for path, entry in _json_object("Slurm file digests", text).items():
+        if entry is None:
+            found[path] = None
+            continue
+        if not isinstance(entry, Mapping) or "error" in entry:
+            why = entry.get("error") if isinstance(entry, Mapping) else entry
+            raise ParseFailure("Slurm file digests", f"{path}: {why}")
+        values = [entry.get(key) for key in ("sha256", "mode", "owner", "group")]
+        if not all(isinstance(v, str) and v for v in values):
+            raise ParseFailure("Slurm file digests", f"{path}: incomplete record {entry!r}")
+        found[path] = FileDigest(*(str(v) for v in values))
+    return found
+
+
+def _job(args: Mapping[str, Any]) -> Callable[[str], JobRun]:
+    asked = args.get("job_nodes") if isinstance(args, Mapping) else None
+    nodes = tuple(str(n) for n in asked) if isinstance(asked, list) else ()
+
+    def parse(text: str) -> JobRun:
+        ran, errors, skipped = set(), {}, {}
+        for node, raw in _json_object("srun (validation job)", text).items():
+            if isinstance(raw, Mapping) and isinstance(raw.get("skipped"), str):
+                skipped[node] = str(raw["skipped"])
+                continue
+            record = _probe(raw)
+            if record is None:
+                raise ParseFailure("srun (validation job)", f"{node}: not a probe record")
+            if record.rc == 0 and record.stdout.strip():
+                ran.add(node)
+            elif record.timed_out:
+                errors[node] = "srun timed out"
+            else:
+                errors[node] = f"srun exited {record.rc}: {_message(record)}"
+        return JobRun(nodes, frozenset(ran), errors, skipped)
+
+    return parse
 
 
 def _with_ceiling(memlock: Fact[Memlock], ceiling: Fact[str | None]) -> Fact[Memlock]:

@@ -123,6 +123,7 @@ def gather(
     on_event: Callable[[Mapping[str, Any]], None] | None = None,
     probe_timeout_s: int = DEFAULT_PROBE_TIMEOUT_S,
     timeout_s: int = 3600,
+    job_nodes: Sequence[str] = (),
 ) -> Gathered:
     """Run the gathering playbook against `hosts` (the inventory's, or --limit's)."""
     collector = _Collector()
@@ -143,6 +144,8 @@ def gather(
             extravars={
                 "myriad_gather_script": str(script),
                 "myriad_probe_timeout": probe_timeout_s,
+                # The Slurm controller runs one bounded job across these (empty: none).
+                "myriad_validate_job_nodes": list(job_nodes),
             },
             on_event=handle,
             timeout_s=timeout_s,

@@ -190,6 +190,98 @@ def read_files(root: str, patterns: list[str]) -> Record:
     return _record(0, json.dumps(contents, sort_keys=True))
 
 
+# Files whose sameness across nodes Slurm needs: the munge key (a credential made on one
+# node must decode on every other) and the configuration slurmctld and slurmd both read.
+SLURM_FILES = (
+    "/etc/munge/munge.key",
+    "/etc/slurm/slurm.conf",
+    "/etc/slurm/gres.conf",
+    "/etc/slurm/cgroup.conf",
+    "/etc/slurm/topology.conf",
+)
+
+
+def _owner(uid: int, table: str) -> str:
+    try:
+        if table == "passwd":
+            import pwd
+
+            return pwd.getpwuid(uid).pw_name
+        import grp
+
+        return grp.getgrgid(uid).gr_name
+    except (KeyError, ImportError):
+        return str(uid)
+
+
+def file_digests(root: str, paths: list[str]) -> Record:
+    """Each file's sha256, mode and owner as JSON (null: absent); never its content."""
+    import hashlib
+    import stat
+
+    found: dict[str, Any] = {}
+    for path in paths:
+        full = at(root, path)
+        try:
+            info = os.stat(full)
+            digest = hashlib.sha256()
+            with open(full, "rb") as handle:
+                for chunk in iter(lambda: handle.read(65536), b""):
+                    digest.update(chunk)
+        except FileNotFoundError:
+            found[path] = None
+            continue
+        except OSError as exc:
+            found[path] = {"error": f"{type(exc).__name__}: {exc.strerror}"}
+            continue
+        found[path] = {
+            "sha256": digest.hexdigest(),
+            "mode": format(stat.S_IMODE(info.st_mode), "04o"),
+            "owner": _owner(info.st_uid, "passwd"),
+            "group": _owner(info.st_gid, "group"),
+        }
+    return _record(0, json.dumps(found, sort_keys=True))
+
+
+# How many of the per-node validation jobs are submitted at once.
+JOB_PARALLEL = 32
+
+
+def srun_jobs(nodes: list[str], timeout: float) -> Record:
+    """A tiny job on each of `nodes` (one `hostname -s` there), bounded in time.
+
+    One job per node, so a broken node fails only itself. --immediate makes srun give up
+    when the node cannot be allocated instead of queueing; --time bounds the job in Slurm;
+    the timeout bounds srun itself. stdout: JSON node -> that srun's record."""
+    wait = max(1, int(timeout) - 5)
+
+    def one(node: str) -> Record:
+        return run(
+            [
+                "srun", f"--immediate={wait}", "--time=1", "--nodes=1", "--ntasks=1",
+                "--nodelist=" + node, "--job-name=myriad-validate", "hostname", "-s",
+            ],
+            timeout,
+        )  # fmt: skip
+
+    # Only idle nodes take the job: a busy node proves itself with the jobs it runs, and a
+    # job queued behind them would only time out. Others are recorded with their state.
+    states = run(["sinfo", "-h", "-N", "-n", ",".join(nodes), "-o", "%n %T"], timeout)
+    seen: dict[str, str] = {}
+    for line in states["stdout"].splitlines() if states["rc"] == 0 else []:
+        parts = line.split()
+        if len(parts) == 2:
+            seen[parts[0]] = parts[1]
+    free = [n for n in nodes if seen.get(n, "idle") == "idle"]
+    with ThreadPoolExecutor(max_workers=max(1, min(JOB_PARALLEL, len(free) or 1))) as pool:
+        outcomes = list(pool.map(one, free))
+    records: dict[str, Any] = {node: outcomes[i] for i, node in enumerate(free)}
+    records.update({n: {"skipped": seen[n]} for n in nodes if n not in records})
+    if free and all(records[n].get("missing") for n in free):
+        return _record(None, stderr="srun: command not found", missing=True)
+    return _record(0, json.dumps(records, sort_keys=True))
+
+
 def _attr(path: str) -> str | None:
     try:
         with open(path) as handle:
@@ -327,6 +419,7 @@ def probes(args: argparse.Namespace) -> dict[str, Callable[[], Record]]:
         "hosts": lambda: read_file(at(root, "/etc/hosts")),
         "timedatectl": lambda: run(["timedatectl", "show"], t),
         "chrony_tracking": lambda: run(["chronyc", "-n", "tracking"], t),
+        "slurm_files": lambda: file_digests(root, list(SLURM_FILES)),
     }
     for interface in args.qos_nics:
         table["mlnx_qos:" + interface] = (lambda i: lambda: run(["mlnx_qos", "-i", i], t))(
@@ -338,6 +431,8 @@ def probes(args: argparse.Namespace) -> dict[str, Callable[[], Record]]:
         table["scontrol_nodes"] = lambda: run(["scontrol", "show", "node", "-o"], t)
         table["scontrol_topology"] = lambda: run(["scontrol", "show", "topology"], t)
         table["sinfo"] = lambda: run(["sinfo", "-N", "-h", "-o", "%n %T %G"], t)
+        if args.job_nodes:
+            table["srun_job"] = lambda: srun_jobs(args.job_nodes, args.job_timeout)
     elif args.controller == "kubernetes":
         table["kubectl_nodes"] = lambda: kubectl_nodes(t)
     return table
@@ -367,6 +462,7 @@ def gather(args: argparse.Namespace) -> dict[str, Any]:
             "qos_nics": args.qos_nics,
             "units": args.units,
             "mount": args.mount,
+            "job_nodes": args.job_nodes,
         },
         "probes": results,
     }
@@ -387,6 +483,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--qos-nics", type=_names, default=[], help="netdevs for mlnx_qos")
     parser.add_argument("--units", type=_names, default=list(DEFAULT_UNITS))
     parser.add_argument("--mount", default="", help="storage mount point to look up")
+    parser.add_argument(
+        "--job-nodes", type=_names, default=[], help="with --controller slurm: run a job here"
+    )
+    parser.add_argument("--job-timeout", type=float, default=60.0, help="the job's bound, s")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="per probe, s")
     parser.add_argument("--compress", action="store_true", help="print the document gzipped")
     parser.add_argument("--root", default="/", help="read the node's files under ROOT (tests)")

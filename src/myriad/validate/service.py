@@ -109,6 +109,7 @@ def validate_cluster(
     perf: bool = False,
     on_event: Callable[[Mapping[str, Any]], None] | None = None,
     probe_timeout_s: int = DEFAULT_PROBE_TIMEOUT_S,
+    jobs: bool = True,
 ) -> ValidationReport:
     """Gather facts from the inventory's nodes (all, or `limit`) and check them.
 
@@ -129,6 +130,7 @@ def validate_cluster(
         limit=to_gather if limit else None,
         on_event=on_event,
         probe_timeout_s=probe_timeout_s,
+        job_nodes=job_nodes(loaded, inventory, selected) if jobs else (),
     )
     report = evaluate_facts(
         plan_result,
@@ -151,6 +153,14 @@ def validate_cluster(
         measured = _perf_report(loaded, plan_result, inventory, inventory_dir, run_dir, selected)
         report = merge([report, measured])
     return report
+
+
+def job_nodes(loaded: LoadedSpec, inventory: Inventory, selected: Sequence[str]) -> list[str]:
+    """The compute nodes the validation job runs across: Slurm's, among those validated."""
+    if loaded.spec.software.orchestrator != "slurm":
+        return []
+    chosen = set(selected)
+    return [node for node in inventory.groups.get("compute", ()) if node in chosen]
 
 
 def _perf_report(
@@ -199,9 +209,10 @@ def run_validate(
     perf: bool = False,
     limit: Sequence[str] | None = None,
     console: Console | None = None,
+    jobs: bool = True,
 ) -> int:
     """`myriad validate SPEC [--inventory DIR] [--stack ENV | --stack-outputs FILE] [--json]
-    [--junit FILE] [--perf] [--limit HOSTS]`; returns the exit code.
+    [--junit FILE] [--perf] [--limit HOSTS] [--no-jobs]`; returns the exit code.
 
     Without --inventory the inventory is rendered from the spec (and the stack's machines)
     into the cluster's state folder, as `myriad bringup` does, so both use the same one.
@@ -228,6 +239,7 @@ def run_validate(
             limit=limit,
             perf=perf,
             on_event=progress.on_event,
+            jobs=jobs,
         )
     if json_output:
         sys.stdout.write(to_json(report))

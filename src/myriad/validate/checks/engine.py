@@ -48,6 +48,7 @@ def _from_sinfo(facts: NodeFacts) -> Fact[Mapping[str, SlurmNodeView]]:
                 not_responding="*" in raw,
                 gres=row.gres,
                 reason=None,
+                raw_state=row.state,
             )
         return nodes
 
@@ -57,7 +58,9 @@ def _from_sinfo(facts: NodeFacts) -> Fact[Mapping[str, SlurmNodeView]]:
 def _slurm_nodes(facts: NodeFacts) -> Fact[Mapping[str, SlurmNodeView]]:
     scontrol: Fact[Mapping[str, SlurmNodeView]] = facts.slurm_nodes.map(
         lambda nodes: {
-            n.name: SlurmNodeView(n.state, n.drained, n.not_responding, n.gres, n.reason)
+            n.name: SlurmNodeView(
+                n.state, n.drained, n.not_responding, n.gres, n.reason, n.fields.get("State", "")
+            )
             for n in nodes
         }
     )
@@ -74,7 +77,15 @@ def view_of(facts: NodeFacts, source: str) -> ClusterView:
     kube: Fact[Mapping[str, KubeNode]] = facts.kube_nodes.map(
         lambda nodes: {n.name: n for n in nodes}
     )
-    return ClusterView(source, _slurm_nodes(facts), facts.slurm_topology, kube)
+    return ClusterView(
+        source,
+        _slurm_nodes(facts),
+        facts.slurm_topology,
+        kube,
+        controller_files=facts.slurm_files,
+        files_source=source,
+        job=facts.job,
+    )
 
 
 def cluster_view(
@@ -95,6 +106,14 @@ def cluster_view(
         tried.append(f"{name}: {answer.detail}")
     reason = "no controller answered (" + "; ".join(tried) + ")" if tried else "no controllers"
     nothing: Fact[Any] = Fact("unreadable", detail=reason)
+    # The munge key and Slurm files compare with a controller's even when slurmctld is down.
+    for name in expectations.controllers:
+        node = facts.get(name)
+        if node is not None:
+            return ClusterView(
+                None, nothing, nothing, nothing,
+                controller_files=node.slurm_files, files_source=name, job=node.job,
+            )  # fmt: skip
     return ClusterView(None, nothing, nothing, nothing)
 
 

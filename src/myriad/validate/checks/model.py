@@ -17,8 +17,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
-from myriad.validate.facts import Fact, NodeFacts
+from myriad.validate.facts import NOT_GATHERED, Fact, FileDigest, JobRun, NodeFacts
 from myriad.validate.parsers import Gres, KubeNode, SlurmTopology
+from myriad.validate.parsers.slurm_state import NodeState, parse_node_state
 
 if TYPE_CHECKING:
     from myriad.plan.model import Plan
@@ -232,12 +233,21 @@ class SlurmNodeView:
     not_responding: bool
     gres: tuple[Gres, ...]
     reason: str | None
+    # The state as Slurm printed it (`IDLE+COMPLETING+NOT_RESPONDING`, `drained*`), read
+    # whole by parsers.slurm_state; empty: only the fields above are known.
+    raw_state: str = ""
+
+    def node_state(self) -> NodeState:
+        if self.raw_state:
+            return parse_node_state(self.raw_state)
+        flags = {"DRAIN"} if self.drained else set()
+        if self.not_responding:
+            flags.add("NOT_RESPONDING")
+        return parse_node_state("+".join([self.state, *sorted(flags)]))
 
     def describe(self) -> str:
-        flags = "+DRAIN" if self.drained else ""
-        star = "*" if self.not_responding else ""
         why = f" (Reason={self.reason})" if self.reason else ""
-        return f"{self.state}{flags}{star}{why}"
+        return f"{self.node_state().describe()}{why}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,6 +256,12 @@ class ClusterView:
     slurm_nodes: Fact[Mapping[str, SlurmNodeView]]
     slurm_topology: Fact[SlurmTopology]
     kube_nodes: Fact[Mapping[str, KubeNode]]
+    # The controller's own munge key and Slurm files (digests), which every node must equal.
+    controller_files: Fact[Mapping[str, FileDigest | None]] = NOT_GATHERED
+    # The controller those files are from (also when its orchestrator did not answer).
+    files_source: str | None = None
+    # The validation job the controller ran (`validate --no-jobs`: not gathered).
+    job: Fact[JobRun] = NOT_GATHERED
 
 
 # --- the controller's side: what `derive` reads ------------------------------------------

@@ -17,10 +17,11 @@ from myriad.validate.checks.model import (
     explain_unit,
     failed,
     passed,
+    unavailable,
     unit_active,
     unknown,
 )
-from myriad.validate.facts import NodeFacts
+from myriad.validate.facts import FileDigest, NodeFacts
 
 FIELD = "software.orchestrator"
 GOOD_STATES = ["IDLE", "ALLOCATED", "MIXED", "COMPLETING"]
@@ -121,8 +122,13 @@ def _evaluate_state(expected: list[str], facts: NodeFacts, view: ClusterView, no
     found = _slurm_node(view, node)
     if isinstance(found, Outcome):
         return found
-    good = found.state in expected and not found.drained and not found.not_responding
-    return passed(found.describe()) if good else failed(found.describe())
+    # Every flag is judged (parsers/slurm_state.py): IDLE+COMPLETING+NOT_RESPONDING is idle
+    # in name only, slurmctld starts nothing on a node that does not answer.
+    state = found.node_state()
+    problems = state.problems()
+    if state.base not in expected and not problems:
+        problems = [f"base state {state.base} is not {'/'.join(expected)}"]
+    return failed(found.describe(), "; ".join(problems)) if problems else passed(found.describe())
 
 
 SLURM_NODE_STATE = Check(
@@ -131,7 +137,10 @@ SLURM_NODE_STATE = Check(
     spec_fields=("pools",),
     derive=_derive_state,
     evaluate=_evaluate_state,
-    explain=lambda expected: "/".join(expected).lower() + ", not drained",
+    explain=lambda expected: (
+        "/".join(expected).lower()
+        + ", no flag that stops jobs (drain, fail, not responding, power, reboot, maint, ...)"
+    ),
 )
 
 
@@ -220,4 +229,168 @@ SLURM_TOPOLOGY = Check(
     evaluate=_evaluate_topology,
     explain=lambda expected: f"under switch {expected}",
     per_node=True,
+)
+
+
+# --- slurm.munge-key and slurm.config-files: the same files on every node --------------------
+
+MUNGE_KEY = "/etc/munge/munge.key"
+
+
+def _same_as_controller(
+    path: str, facts: NodeFacts, view: ClusterView
+) -> tuple[FileDigest | None, list[str], Outcome | None]:
+    """The node's file, what differs from the controller's copy, or the outcome when either
+    side cannot say. Only digests are compared; no file content leaves a node."""
+    if not facts.slurm_files.ok:
+        return None, [], unavailable(facts.slurm_files)
+    if path not in facts.slurm_files.get():
+        return None, [], unknown(f"{path} was not gathered (the gatherer reads /etc)")
+    mine = facts.slurm_files.get()[path]
+    if mine is None:
+        return None, [f"{path} does not exist"], None
+    if not view.controller_files.ok:
+        return (
+            mine,
+            [],
+            unknown(f"the controller's copy unavailable: {view.controller_files.detail}"),
+        )
+    theirs = view.controller_files.get().get(path)
+    if theirs is None:
+        return mine, [], unknown(f"controller {view.files_source} holds no {path} to compare with")
+    if mine.sha256 != theirs.sha256:
+        return (
+            mine,
+            [
+                f"{path} differs from {view.files_source}'s (sha256 {mine.sha256[:12]}, "
+                f"{view.files_source} {theirs.sha256[:12]})"
+            ],
+            None,
+        )
+    return mine, [], None
+
+
+def _derive_munge_key(c: Context) -> Expect | Skip:
+    if (skip := _slurm_role(c)) is not None:
+        return skip
+    return Expect(
+        {"path": MUNGE_KEY, "owner": "munge"},
+        FIELD,
+        bringup_fix("slurm", "every node needs the controller's munge key, readable by munge only"),
+    )
+
+
+def _evaluate_munge_key(
+    expected: dict[str, str], facts: NodeFacts, view: ClusterView, node: str
+) -> Outcome:
+    mine, problems, outcome = _same_as_controller(expected["path"], facts, view)
+    if mine is not None:
+        if mine.owner != expected["owner"]:
+            problems.append(f"owned by {mine.owner}:{mine.group}")
+        # munged refuses a key that others may read; write access for them is no better.
+        if int(mine.mode, 8) & 0o077:
+            problems.append(f"mode {mine.mode} lets others at it")
+    if problems:
+        return failed("; ".join(problems))
+    if outcome is not None:
+        return outcome
+    assert mine is not None
+    return passed(
+        f"same key as {view.files_source} (sha256 {mine.sha256[:12]}), {mine.owner}, {mine.mode}"
+    )
+
+
+SLURM_MUNGE_KEY = Check(
+    id="slurm.munge-key",
+    title="munge key the controller's",
+    spec_fields=(FIELD,),
+    derive=_derive_munge_key,
+    evaluate=_evaluate_munge_key,
+    explain=lambda expected: (
+        f"{expected['path']} equal to the controller's, owner "
+        f"{expected['owner']}, no group/other access"
+    ),
+)
+
+
+def _derive_config_files(c: Context) -> Expect | Skip:
+    if (skip := _slurm_role(c)) is not None:
+        return skip
+    folder = str(c.variables.get("slurm_config_dir", "/etc/slurm"))
+    names = ["slurm.conf", "cgroup.conf", "gres.conf"]
+    if c.variables.get("slurm_topology_plugin", "topology/tree") == "topology/tree":
+        names.append("topology.conf")
+    return Expect(
+        [f"{folder}/{name}" for name in names],
+        FIELD,
+        bringup_fix("slurm", "slurmctld and every slurmd must read the same configuration")
+        + "; then scontrol reconfigure",
+    )
+
+
+def _evaluate_config_files(
+    expected: list[str], facts: NodeFacts, view: ClusterView, node: str
+) -> Outcome:
+    problems: list[str] = []
+    for path in expected:
+        _, differs, outcome = _same_as_controller(path, facts, view)
+        problems += differs
+        if outcome is not None and not differs:
+            return outcome
+    if problems:
+        return failed("; ".join(problems))
+    return passed(f"{len(expected)} files as on {view.files_source}")
+
+
+SLURM_CONFIG_FILES = Check(
+    id="slurm.config-files",
+    title="Slurm configuration the controller's",
+    spec_fields=(FIELD,),
+    derive=_derive_config_files,
+    evaluate=_evaluate_config_files,
+    explain=lambda expected: (
+        ", ".join(p.rsplit("/", 1)[-1] for p in expected) + " present and equal to the controller's"
+    ),
+)
+
+
+# --- slurm.job: a job ran on the node --------------------------------------------------------
+
+
+def _derive_job(c: Context) -> Expect | Skip:
+    if (skip := _slurm_role(c)) is not None:
+        return skip
+    if c.slurm_node_set is None:
+        return Skip(FIELD, NOT_A_NODE)
+    return Expect(
+        "hostname",
+        f"pools.{c.pool.name}",
+        "see the job's error above and `scontrol show node {node}`; "
+        "skip the job with `myriad validate --no-jobs`",
+    )
+
+
+def _evaluate_job(expected: str, facts: NodeFacts, view: ClusterView, node: str) -> Outcome:
+    if view.job.state == "not-gathered":
+        return Outcome("not-applicable", "no job run (--no-jobs)")
+    if not view.job.ok:
+        return unavailable(view.job)
+    job = view.job.get()
+    if node in job.ran:
+        return passed(f"ran on {node}")
+    if node in job.errors:
+        return failed(f"the job did not run: {job.errors[node]}")
+    if node in job.skipped:
+        # slurm.node-state judges the state; a busy node is not a broken one.
+        return Outcome("not-applicable", f"no job sent: the node was {job.skipped[node]}")
+    return Outcome("not-applicable", "not among the nodes the job was asked to run on")
+
+
+SLURM_JOB = Check(
+    id="slurm.job",
+    title="a Slurm job runs on the node",
+    spec_fields=("pools",),
+    derive=_derive_job,
+    evaluate=_evaluate_job,
+    explain=lambda expected: f"srun {expected} ran on the node (one bounded job per node)",
 )
