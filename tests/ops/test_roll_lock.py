@@ -13,9 +13,12 @@ from myriad.ops.roll import cluster_lock
 
 
 def test_a_roll_refuses_while_a_bringup_holds_the_cluster(tmp_path: Path) -> None:
-    with hold_cluster_lock(tmp_path, "bringup"):
-        with pytest.raises(ClusterBusy, match="bringup"), cluster_lock(tmp_path, "roll"):
-            pytest.fail("the roll ran while the bring-up held the cluster")
+    with (
+        hold_cluster_lock(tmp_path, "bringup"),
+        pytest.raises(ClusterBusy, match="bringup"),
+        cluster_lock(tmp_path, "roll"),
+    ):
+        pytest.fail("the roll ran while the bring-up held the cluster")
 
 
 def test_a_bringup_refuses_while_a_roll_holds_the_cluster(tmp_path: Path) -> None:
