@@ -23,6 +23,7 @@ from pydantic import (
 )
 
 from myriad.spec.catalog_models import Catalog, PcieGen, Whole
+from myriad.spec.health import Health
 
 # Every count in a spec is bounded, so that no number makes planning or rendering hang: the
 # largest clusters built so far hold a few hundred thousand GPUs (tens of thousands of nodes).
@@ -675,6 +676,9 @@ class Cluster(_Model):
     software: Software
     facility: Facility = Facility()
     workload: Workload = Workload()
+    health: Health | None = Field(
+        default=None, description="Node health on every node (myriad-health); absent: off"
+    )
     catalog: Catalog = Field(
         default_factory=Catalog, description="Entries added to or replacing the shipped catalog"
     )
