@@ -30,6 +30,7 @@ import argparse
 import contextlib
 import dataclasses
 import errno
+import fcntl
 import json
 import os
 import shutil
@@ -529,8 +530,24 @@ def metrics(
 
 
 def run(config: str, *, facts: NodeFacts | None = None, now: float | None = None) -> RunOutcome:
+    """One run; runs on one node take turns (slurmd's, NPD's, one by hand), so that each
+    reads the state the last one wrote (the kernel log cursor, the counters)."""
     started = time.monotonic()
     expectations, policy = load_config(config)
+    state_file = str(policy["state_file"])
+    os.makedirs(os.path.dirname(state_file) or ".", exist_ok=True)
+    with open(state_file + ".lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _run_locked(expectations, policy, started, facts, now)
+
+
+def _run_locked(
+    expectations: NodeExpectations,
+    policy: dict[str, Any],
+    started: float,
+    facts: NodeFacts | None,
+    now: float | None,
+) -> RunOutcome:
     state = load_state(str(policy["state_file"]))
     boot = boot_id()
     gathered = facts if facts is not None else gather(expectations, policy)
