@@ -2,10 +2,11 @@
 gathering pass (the validation gatherer: every node's myriad-health state file, and the
 orchestrator's view from a controller).
 
-Per node: drained or not and by whom (myriad-health, or anyone else with their reason), since
-when, the failing checks with expected and actual, warnings, checks it could not judge, and
-whether its last run is stale (older than health.stale_after_s, default three intervals, or
-never). Exit status 1 when a node is drained, failing or stale; 0 when all are healthy.
+Per compute node (where the health role installs the runner): drained or not and by whom
+(myriad-health, or anyone else with their reason), since when, the failing checks with
+expected and actual, warnings, checks it could not judge, and whether its last run is stale
+(older than health.stale_after_s, default three intervals, or never). Exit status 1 when a
+node is drained, failing or stale; 0 when all are healthy.
 """
 
 from __future__ import annotations
@@ -169,6 +170,8 @@ def health_report(
                 unreachable.get(n.node),
             )
             for n in expectations.nodes
+            # The health role runs the runner on compute nodes (site.yml).
+            if n.role == "compute"
         ),
     )
 
