@@ -110,3 +110,22 @@ def test_an_unknown_check_in_drain_is_a_located_spec_error() -> None:
     assert (problem.path, problem.message) == (("health", "drain", 1), "unknown check 'gpu.cuont'")
     assert problem.line > 0
     assert "gpu.count" in problem.hint and "gpu.xid" in problem.hint
+
+
+def test_bringup_writes_the_documents_where_the_role_reads_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from myriad.health.render import prepare
+
+    monkeypatch.setenv("MYRIAD_STATE_DIR", str(tmp_path / "state"))
+    spec = h100_spec("health-prep", "172.31.90.0/24", HEALTH)
+    with_health = tmp_path / "with.yaml"
+    with_health.write_text(yaml.safe_dump(spec))
+    folder = prepare(with_health)
+    # The role's default: {{ inventory_dir }}/../health, beside <state>/<cluster>/inventory.
+    assert folder == tmp_path / "state" / "health-prep" / "health"
+    assert sorted(p.name for p in folder.iterdir()) == ["ctl01.json", "node01.json", "node02.json"]
+    del spec["health"]
+    without = tmp_path / "without.yaml"
+    without.write_text(yaml.safe_dump(spec))
+    assert prepare(without) is None

@@ -106,9 +106,13 @@ def prepare(
     """Before a bring-up: every node's document in the cluster's state folder, where the
     health role finds them (`{{ inventory_dir }}/../health`); None without a health section."""
     from myriad.bringup.flow import cluster_state
+    from myriad.plan.pipeline import plan_spec
     from myriad.provision.resolve import resolve_cluster
 
-    cluster = resolve_cluster(spec_path, stack=stack, stack_outputs=stack_outputs)
+    result = plan_spec(spec_path)
+    if result.loaded.spec.health is None:
+        return None
+    cluster = resolve_cluster(result, stack=stack, stack_outputs=stack_outputs)
     docs = documents(cluster.loaded, cluster.plan, cluster.inventory)
     if not docs:
         return None
