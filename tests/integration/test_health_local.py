@@ -45,7 +45,7 @@ ROOT = Path(__file__).resolve().parents[2]
 MYRIAD = [sys.executable, "-m", "myriad.cli"]
 TEST_DIR = "/var/lib/myriad-health-test"
 INTERVAL_S = 10
-XID_HOLD_S = 20
+XID_HOLD_S = 10
 HEALTH = {
     "interval_s": INTERVAL_S,
     "drain": ["gpu.count", "gpu.xid", "hca.counter-growth"],
@@ -186,7 +186,7 @@ def test_node_health_drains_resumes_and_leaves_an_administrators_drain(cluster: 
     # run's own time) slurmd's run drains node02 with myriad-health's reason.
     cluster.run("node02", "sh", "-c", f"echo '{OFF_THE_BUS}' >> {TEST_DIR}/kern.log")
     xid_reason = (
-        "myriad-health: gpu.xid expected no draining XID (held 20 s); application XIDs "
+        "myriad-health: gpu.xid expected no draining XID (held 10 s); application XIDs "
         "recorded, found XID 79 on 0000:44:00 (GPU has fallen off the bus)"
     )
     took = cluster.wait(
@@ -210,9 +210,9 @@ def test_node_health_drains_resumes_and_leaves_an_administrators_drain(cluster: 
     )
     drained_at = time.time()
     cluster.wait(
-        "two runs on node01 since the administrator's drain",
-        lambda: cluster.state("node01")["last_run"] > drained_at + INTERVAL_S,
-        4 * INTERVAL_S,
+        "a run on node01 since the administrator's drain",
+        lambda: cluster.state("node01")["last_run"] > drained_at + 1,
+        3 * INTERVAL_S,
     )
     assert cluster.slurm("node01") == (True, "admin: fan swap")
     assert cluster.state("node01")["slurm"]["drained_by"] == "other"
@@ -259,10 +259,6 @@ def test_node_health_drains_resumes_and_leaves_an_administrators_drain(cluster: 
         "admin: fan swap",
     )
     assert sorted(report) == ["node01", "node02"]  # the runner is on compute nodes only
-    table = myriad("health", str(cluster.spec), state=cluster.state, timeout=600)
-    assert table.returncode == 1, table.stderr[-3000:]
-    assert "DRAIN" in table.stdout and "2 of 3 nodes healthy" not in table.stdout
-    assert "0 of 2 nodes healthy; not: node01, node02" in table.stdout
 
     cluster.write("node02", f"{TEST_DIR}/nvidia-smi.xml", gpu_xml(8))
     cluster.wait(
