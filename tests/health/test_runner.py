@@ -5,10 +5,14 @@ growing counters, and writes its state and metrics whatever it finds."""
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
+import sys
 import time
+from typing import Any
 
-from conftest import Node
+from conftest import SRC, Node
 
 OFF_THE_BUS = "NVRM: Xid (PCI:0000:44:00): 79, GPU has fallen off the bus"
 APP_FAULT = (
@@ -173,3 +177,36 @@ def test_a_document_that_cannot_be_read_is_exit_2(node: Node) -> None:
         2,
         f"myriad-health: cannot judge: {node.config}: not a myriad-health document of schema 1",
     )
+
+
+def test_the_runner_needs_only_the_standard_library(node: Node, tmp_path_factory: Any) -> None:
+    """What the node imports, run as the node runs it (python -I -S, src alone on the path)."""
+    listing = tmp_path_factory.mktemp("modules") / "modules.json"
+    boot = (
+        "import atexit, json, sys; sys.path.insert(0, sys.argv.pop(1)); "
+        f"out = open({str(listing)!r}, 'w'); "
+        "atexit.register(lambda: out.write(json.dumps(sorted(sys.modules))) and out.close()); "
+        "from myriad.health.node import main; sys.exit(main())"
+    )
+    done = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", boot, str(SRC), "--config", str(node.config)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={"PATH": f"{node.root / 'bin'}:/usr/bin:/bin"},
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    modules = json.loads(listing.read_text())
+    top = {name.split(".")[0] for name in modules}
+    assert top - set(sys.stdlib_module_names) - {"myriad", "__main__"} == set()
+    mine = {name for name in modules if name.startswith("myriad.")}
+    allowed = ("myriad.validate", "myriad.health")
+    assert all(name.startswith(allowed) for name in mine), sorted(mine)
+    assert "myriad.health.node" in mine and "myriad.validate.checks.xid" in mine
+    # The controller's halves never load on the node.
+    assert {
+        "myriad.health.render",
+        "myriad.health.view",
+        "myriad.validate.expectations",
+    }.isdisjoint(mine)
