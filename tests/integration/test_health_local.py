@@ -100,7 +100,7 @@ class Cluster:
             time.sleep(1)
         raise AssertionError(f"not within {timeout_s:.0f} s: {what}")
 
-    def state(self, node: str) -> dict[str, Any]:
+    def health_state(self, node: str) -> dict[str, Any]:
         state: dict[str, Any] = json.loads(
             self.run(node, "cat", "/var/lib/myriad-health/state.json")
         )
@@ -201,7 +201,7 @@ def test_node_health_drains_resumes_and_leaves_an_administrators_drain(cluster: 
         lambda: cluster.slurm("node02") == (False, ""),
         XID_HOLD_S + 3 * INTERVAL_S,
     )
-    assert cluster.state("node02")["slurm"]["action"] == "resume"
+    assert cluster.health_state("node02")["slurm"]["action"] == "resume"
     print(f"XID 79 drained node02 {took:.0f} s after the line was logged")
 
     # An administrator's drain is never resumed, however healthy the node.
@@ -211,11 +211,11 @@ def test_node_health_drains_resumes_and_leaves_an_administrators_drain(cluster: 
     drained_at = time.time()
     cluster.wait(
         "a run on node01 since the administrator's drain",
-        lambda: cluster.state("node01")["last_run"] > drained_at + 1,
+        lambda: cluster.health_state("node01")["last_run"] > drained_at + 1,
         3 * INTERVAL_S,
     )
     assert cluster.slurm("node01") == (True, "admin: fan swap")
-    assert cluster.state("node01")["slurm"]["drained_by"] == "other"
+    assert cluster.health_state("node01")["slurm"]["drained_by"] == "other"
 
     # A link that goes down again: link_downed grows on node02's mlx5_0 (the baseline is the
     # last reading). One run drains, the next sees no growth and resumes.
@@ -228,7 +228,7 @@ def test_node_health_drains_resumes_and_leaves_an_administrators_drain(cluster: 
     cluster.wait(
         "node02 drained for link_downed",
         lambda: (
-            cluster.state("node02")["slurm"].get("reason") == growth_reason
+            cluster.health_state("node02")["slurm"].get("reason") == growth_reason
             or cluster.slurm("node02") == (True, growth_reason)
         ),
         3 * INTERVAL_S,
