@@ -264,8 +264,14 @@ def test_node_health_drains_resumes_and_leaves_an_administrators_drain(cluster: 
     cluster.wait(
         "node02 resumed with 8 GPUs", lambda: cluster.slurm("node02") == (False, ""), 3 * INTERVAL_S
     )
-    metrics = cluster.run("node02", "cat", "/var/lib/prometheus/node-exporter/myriad_health.prom")
+    prom = "/var/lib/prometheus/node-exporter/myriad_health.prom"
+    passing = 'myriad_health_check_failed{check="gpu.count",action="drain"} 0'
+    # The run that resumed node02 writes its metrics just after.
+    cluster.wait(
+        "metrics of the resuming run", lambda: passing in cluster.run("node02", "cat", prom), 5
+    )
+    metrics = cluster.run("node02", "cat", prom)
     assert 'myriad_health_xid_events_total{xid="79",action="drain"} 1' in metrics
-    assert 'myriad_health_check_failed{check="gpu.count",action="drain"} 0' in metrics
+    assert "myriad_health_node_drained 0" in metrics
     # Still the administrator's.
     assert cluster.slurm("node01") == (True, "admin: fan swap")
