@@ -12,7 +12,7 @@ import sys
 import time
 from typing import Any
 
-from conftest import SRC, Node
+from health_node import SRC, Node
 
 OFF_THE_BUS = "NVRM: Xid (PCI:0000:44:00): 79, GPU has fallen off the bus"
 APP_FAULT = (
