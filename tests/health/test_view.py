@@ -41,8 +41,13 @@ def test_rows() -> None:
         "slurm": {"drained": True, "drained_by": "myriad-health", "since": NOW - 300},
     }
     reason = "myriad-health: gpu.count expected 8, found 7 [root@2026-12-01T18:40:00]"
-    cluster = view(node01=(False, None), node02=(True, reason), node03=(True, "admin: fan"))
+    cluster = view(
+        node01=(False, None),
+        node02=(True, reason),
+        node03=(True, "admin: fan [root@2026-12-01T18:40:00]"),
+    )
     row = node_health("node02", facts(drained_state), cluster, NOW, 30)
+    assert row.reason == "myriad-health: gpu.count expected 8, found 7"
     assert (row.drained, row.drained_by, row.since, row.stale) == (
         True,
         "myriad-health",

@@ -334,7 +334,7 @@ def ours(reason: str | None) -> bool:
     return bool(reason) and str(reason).startswith(REASON_PREFIX)
 
 
-def _bare(reason: str | None) -> str:
+def bare_reason(reason: str | None) -> str:
     """scontrol shows a reason with its author and time appended: ` [root@2026-01-01T00:00:00]`."""
     text = reason or ""
     if text.endswith("]") and " [" in text:
@@ -429,7 +429,7 @@ def act(
         reason = reason_for(failing)
         if flapping:
             reason = _flap_reason(len(drains), window, reason)
-        if current.drained and _bare(current.reason) == reason:
+        if current.drained and bare_reason(current.reason) == reason:
             return {**record, "drained": True, "drained_by": "myriad-health", "action": "none"}
         if not current.drained:
             drains.append(now)
@@ -457,7 +457,9 @@ def act(
             "action": "held: " + ", ".join(r.check for r in unknown) + " unknown",
         }
     if flapping:
-        reason = _flap_reason(len(drains), window, _bare(current.reason)[len(REASON_PREFIX) :])
+        reason = _flap_reason(
+            len(drains), window, bare_reason(current.reason)[len(REASON_PREFIX) :]
+        )
         if "flapping" not in (current.reason or ""):
             slurm.update(node, "State=DRAIN", f"Reason={reason}")
         return {

@@ -23,7 +23,7 @@ from rich.console import Console
 from rich.table import Table
 
 from myriad.errors import ValidateError
-from myriad.health.node import REASON_PREFIX
+from myriad.health.node import REASON_PREFIX, bare_reason
 from myriad.health.render import check_drain_ids
 from myriad.provision.resolve import resolve_cluster
 from myriad.render.writer import write_inventory
@@ -92,7 +92,8 @@ def node_health(
     reason: str | None = None
     if view.slurm_nodes.ok and node in view.slurm_nodes.get():
         slurm = view.slurm_nodes.get()[node]
-        drained, reason = slurm.drained, slurm.reason
+        # Without the [user@time] scontrol appends.
+        drained, reason = slurm.drained, bare_reason(slurm.reason) or None
     if facts is None:
         return NodeHealth(
             node,
@@ -114,7 +115,7 @@ def node_health(
     if drained is None and own:
         # No controller answered: the node's own record of what it last did.
         drained = bool(own.get("drained"))
-        reason = own.get("reason")
+        reason = bare_reason(own.get("reason")) or None
     since = own.get("since") if drained and _by_whom(reason) == "myriad-health" else None
     note = "" if facts.health_state.ok else f"no state file: {facts.health_state.detail}"
     return NodeHealth(
