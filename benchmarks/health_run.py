@@ -121,7 +121,9 @@ def main() -> None:
         f"  CPU   median {statistics.median(cpus):.3f} s  max {max(cpus):.3f} s  (target < 0.5 s)"
     )
     print(f"  the runner's own duration (state file): {state['duration_s']:.3f} s")
-    print(f"  last line: exit {_code}, failing: {state['failing'][:2]}")
+    # The stand-ins differ from the spec (an A100's 12 NVLink links, a QDR port fixture):
+    # those checks fail, which a run must judge as fast as passing ones.
+    print(f"  last run: exit {_code}, {len(state['failing'])} failing (the stand-ins' differences)")
 
 
 if __name__ == "__main__":
