@@ -6,6 +6,7 @@ fail / pass each fact gives."""
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -30,6 +31,7 @@ def evaluate(check: str, expected: Any, facts: NodeFacts) -> tuple[str, str]:
         ("gpu.xid", {"hold_s": 0}, "xid_events"),
         ("hca.counter-growth", GROWTH, "hca_counter_growth"),
         ("disk.space", {"/": 5}, "disk"),
+        ("storage.writable", "/data", "writable"),
     ],
 )
 def test_on_the_controller_not_applicable_and_unreadable_is_unknown(
@@ -108,3 +110,18 @@ def test_disk_space() -> None:
     assert evaluate("disk.space", {"/": 5}, facts) == ("pass", "free: / 42%")
     assert evaluate("disk.space", {"/": 5, "/scratch": 5}, facts) == ("error", "/scratch not read")
     assert BY_ID["disk.space"].explain({"/": 5, "/tmp": 10}) == "free at least / 5%, /tmp 10%"
+
+
+def test_storage_writable(tmp_path: Path) -> None:
+    from myriad.health.node import writable
+
+    tried = writable([str(tmp_path), str(tmp_path / "gone")])
+    assert tried.get() == {str(tmp_path): None, str(tmp_path / "gone"): "No such file or directory"}
+    assert list(tmp_path.iterdir()) == []  # the probe file is removed again
+    facts = replace(BLANK, writable=tried)
+    assert evaluate("storage.writable", str(tmp_path), facts) == ("pass", f"{tmp_path} writable")
+    assert evaluate("storage.writable", str(tmp_path / "gone"), facts) == (
+        "fail",
+        f"{tmp_path / 'gone'}: No such file or directory",
+    )
+    assert evaluate("storage.writable", "/scratch", facts) == ("error", "/scratch not tried")

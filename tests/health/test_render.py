@@ -63,6 +63,8 @@ def test_documents_hold_the_validation_expectations_and_the_policy(tmp_path: Pat
     }
     assert by_check["disk.space"]["expected"] == {"/": 5, "/tmp": 5, "/var": 5}
     assert by_check["gpu.xid"]["expected"] == {"hold_s": 0}
+    # No shared storage in this spec.
+    assert by_check["storage.writable"]["reason"] == "storage.kind is none"
     # The controller has no GPUs: its XID check says why it does not apply.
     ctl = {e["check"]: e for e in docs["ctl01"]["node"]["expectations"]}
     assert (ctl["gpu.xid"]["applies"], ctl["gpu.xid"]["reason"]) == (
@@ -100,6 +102,7 @@ def test_without_a_health_section_nothing_changes() -> None:
     assert skipped["gpu.xid"] == "no health section: node health is off"
     assert skipped["hca.counter-growth"] == "no health section: node health is off"
     assert skipped["disk.space"] == "no health section: node health is off"
+    assert skipped["storage.writable"] == "no health section: node health is off"
 
 
 def test_an_unknown_check_in_drain_is_a_located_spec_error() -> None:

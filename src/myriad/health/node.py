@@ -245,6 +245,20 @@ def disk_space(paths: Sequence[str]) -> Fact[Mapping[str, DiskSpace]]:
     return ok(found)
 
 
+def writable(paths: Sequence[str]) -> Fact[Mapping[str, str | None]]:
+    """Each path: None when a file could be created and removed under it, else why not."""
+    found: dict[str, str | None] = {}
+    for path in paths:
+        try:
+            handle, name = tempfile.mkstemp(dir=path, prefix=".myriad-health-")
+            os.close(handle)
+            os.unlink(name)
+            found[path] = None
+        except OSError as exc:
+            found[path] = exc.strerror or str(exc)
+    return ok(found)
+
+
 # --- gathering -------------------------------------------------------------------------------
 
 
@@ -384,11 +398,13 @@ def judge(
         totals[key] = totals.get(key, 0) + 1
     growth, reading = counter_growth(facts.hca_counters, state.get("counters") or {})
     disk = _expected(expectations, "disk.space")
+    mount = _expected(expectations, "storage.writable")
     facts = dataclasses.replace(
         facts,
         xid_events=xids,
         hca_counter_growth=growth,
         disk=disk_space(list(disk)) if isinstance(disk, dict) else Fact("not-gathered"),
+        writable=writable([mount]) if isinstance(mount, str) else Fact("not-gathered"),
     )
     results = evaluate_node(expectations, facts, view_of(facts, expectations.node))
     new_state = {

@@ -38,6 +38,7 @@ DEFAULT_DRAIN: tuple[str, ...] = (
     "hca.rate",
     "hca.counter-growth",
     "storage.mount",
+    "storage.writable",
     "disk.space",
     "slurm.munge",
 )

@@ -215,6 +215,8 @@ class NodeFacts:
     xid_events: Fact[tuple[XidEvent, ...]] = NOT_GATHERED
     hca_counter_growth: Fact[Mapping[str, Mapping[str, int]]] = NOT_GATHERED
     disk: Fact[Mapping[str, DiskSpace]] = NOT_GATHERED
+    # Paths the runner tried to write a file under: None writable, else why not.
+    writable: Fact[Mapping[str, str | None]] = NOT_GATHERED
     # The node health runner's state file, as it last wrote it (`myriad health` reads it).
     health_state: Fact[Mapping[str, Any]] = NOT_GATHERED
     seconds: float | None = None
