@@ -210,3 +210,21 @@ def test_the_runner_needs_only_the_standard_library(node: Node, tmp_path_factory
         "myriad.health.view",
         "myriad.validate.expectations",
     }.isdisjoint(mine)
+
+
+def test_checks_of_the_orchestrators_view_do_not_apply_on_the_node(node: Node) -> None:
+    document = json.loads(node.config.read_text())
+    document["node"]["expectations"].append(
+        {
+            "check": "slurm.node-state",
+            "expected": ["IDLE", "ALLOCATED", "MIXED", "COMPLETING"],
+            "spec_field": "pools",
+            "fix": "",
+            "applies": True,
+            "reason": "",
+        }
+    )
+    node.config.write_text(json.dumps(document))
+    assert node.run() == (0, "myriad-health: ok, 4 checks")
+    assert node.state()["unknown"] == []
+    assert 'check="slurm.node-state"' not in node.metrics()

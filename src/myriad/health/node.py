@@ -42,7 +42,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from myriad.validate import gather_node
-from myriad.validate.checks import CheckResult, NodeExpectations, evaluate_node, view_of
+from myriad.validate.checks import CheckResult, ClusterView, NodeExpectations, evaluate_node
 from myriad.validate.facts import DiskSpace, Fact, NodeFacts, node_facts, ok
 from myriad.validate.parsers import ParseFailure, parse_scontrol_nodes
 from myriad.validate.parsers.kernel_log import XidEvent, classify, parse_xid_lines
@@ -67,6 +67,10 @@ DEFAULT_POLICY: dict[str, Any] = {
     "probe_timeout_s": 20,
 }
 BOOT_ID = "/proc/sys/kernel/random/boot_id"
+# The orchestrator's view (node state, gres, topology as Slurm or Kubernetes sees the node)
+# is read on a controller: `myriad validate` judges those checks; on the node they do not
+# apply, rather than being unknown on every node of the cluster.
+CONTROLLER_VIEW = "judged from the orchestrator's view by `myriad validate`, not on the node"
 
 
 class ConfigError(Exception):
@@ -406,7 +410,14 @@ def judge(
         disk=disk_space(list(disk)) if isinstance(disk, dict) else Fact("not-gathered"),
         writable=writable([mount]) if isinstance(mount, str) else Fact("not-gathered"),
     )
-    results = evaluate_node(expectations, facts, view_of(facts, expectations.node))
+    nothing: Fact[Any] = Fact("not-gathered", detail=CONTROLLER_VIEW)
+    view = ClusterView(None, nothing, nothing, nothing)
+    results = [
+        r._replace(status="not-applicable", actual=CONTROLLER_VIEW, fix="")
+        if r.status == "error" and CONTROLLER_VIEW in r.actual
+        else r
+        for r in evaluate_node(expectations, facts, view)
+    ]
     new_state = {
         **state,
         "kernel_log": cursor,
