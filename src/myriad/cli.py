@@ -73,6 +73,7 @@ def _cmd_up(args: argparse.Namespace, out: Console, err: Console) -> int:
     from myriad.bringup import verbs
     from myriad.views.progress import Phases
 
+    _health_documents(args)
     return verbs.up(
         args.spec,
         out,
@@ -102,6 +103,7 @@ def _cmd_bringup(args: argparse.Namespace, out: Console, err: Console) -> int:
     from myriad.bringup import verbs
     from myriad.views.progress import Phases
 
+    _health_documents(args)
     return verbs.bringup(
         args.spec,
         out,
@@ -165,6 +167,29 @@ def _cmd_validate(args: argparse.Namespace, out: Console, err: Console) -> int:
         limit=_split(args.limit),
         console=out,
         jobs=not args.no_jobs,
+    )
+
+
+def _health_documents(args: argparse.Namespace) -> None:
+    """Node health's per-node documents, for the health role, before a bring-up."""
+    from myriad.health.render import prepare
+
+    prepare(
+        args.spec,
+        stack=getattr(args, "stack", None),
+        stack_outputs=getattr(args, "stack_outputs", None),
+    )
+
+
+def _cmd_health(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from myriad.health.view import run_health
+
+    return run_health(
+        args.spec,
+        json_output=args.json,
+        stack=args.stack,
+        stack_outputs=args.stack_outputs,
+        console=out,
     )
 
 
@@ -520,6 +545,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="do not run the tiny Slurm job on each compute node (check slurm.job)",
     )
     validate.set_defaults(handler=_cmd_validate)
+
+    health = commands.add_parser(
+        "health", help="node health: drained nodes, by whom, failing checks, stale runs"
+    )
+    health.add_argument("spec", type=Path, help="the cluster.yaml")
+    where = health.add_mutually_exclusive_group()
+    where.add_argument("--stack", metavar="ENV", help="node addresses from this Pulumi stack")
+    where.add_argument("--stack-outputs", type=Path, metavar="FILE", help="...or from a file")
+    health.add_argument("--json", action="store_true", help="the report as JSON on stdout")
+    health.set_defaults(handler=_cmd_health)
 
     provision = commands.add_parser("provision", help="bare-metal installs started by pulumi up")
     provision_verbs = provision.add_subparsers(dest="verb", required=True, metavar="VERB")

@@ -25,8 +25,10 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 DECLARATION = ROOT / "playbooks" / "vars" / "myriad.yml"
-# myriad_layer_<layer> are the groups site.yml's first play makes, not variables.
-NAME = re.compile(r"(?<![\w])myriad_(?!layer_)[a-z0-9_]+")
+# myriad_layer_<layer> are the groups site.yml's first play makes, not variables; the
+# myriad_health_* metrics and their textfile myriad_health.prom (roles/health) are names of
+# Prometheus series, not variables.
+NAME = re.compile(r"(?<![\w])myriad_(?!layer_|health_|health\.prom)[a-z0-9_]+")
 DEFAULT = re.compile(r"(?<![\w])(myriad_[a-z0-9_]+)\s*\|\s*default\(([^()]*)\)")
 ANSIBLE_FILES = ("*.yml", "*.yaml", "*.j2")
 

@@ -58,8 +58,29 @@ def cluster_vars(
         variables.update(_slurm_vars(spec, nodes, addresses))
     else:
         variables.update(_kubernetes_vars(spec))
+    variables.update(_health_vars(spec))
     if spec.provider.kind == "local":
         variables.update(CONTAINER_NODE_VARS)
+    return variables
+
+
+# Where the health role installs the runner (roles/health defaults/main.yml health_program).
+HEALTH_PROGRAM = "/usr/local/sbin/myriad-health"
+
+
+def _health_vars(spec: Cluster) -> dict[str, Any]:
+    """Node health: the health role on, and Slurm's health check settings from the spec."""
+    if spec.health is None:
+        return {}
+    variables: dict[str, Any] = {"health_enabled": True}
+    if spec.software.orchestrator == "slurm":
+        variables.update(
+            slurm_health_check_program=HEALTH_PROGRAM,
+            slurm_health_check_interval=spec.health.interval_s,
+            slurm_health_check_node_state=spec.health.node_state,
+        )
+    else:
+        variables.update(health_npd_enabled=True, health_npd_interval_s=spec.health.interval_s)
     return variables
 
 

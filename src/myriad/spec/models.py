@@ -25,6 +25,7 @@ from pydantic import (
 from myriad.spec.bringup import Bringup
 from myriad.spec.catalog_models import Catalog, PcieGen, Whole
 from myriad.spec.monitoring import Monitoring
+from myriad.spec.health import Health
 
 # Every count in a spec is bounded, so that no number makes planning or rendering hang: the
 # largest clusters built so far hold a few hundred thousand GPUs (tens of thousands of nodes).
@@ -682,6 +683,9 @@ class Cluster(_Model):
         description="Prometheus, Alertmanager, exporters and alert rules from the spec and plan",
     )
     bringup: Bringup = Field(Bringup(), description="How long bring-up waits for a node (timeouts)")
+    health: Health | None = Field(
+        default=None, description="Node health on every node (myriad-health); absent: off"
+    )
     catalog: Catalog = Field(
         default_factory=Catalog, description="Entries added to or replacing the shipped catalog"
     )

@@ -55,6 +55,7 @@ from myriad.validate.parsers import (
     parse_sysfs_infiniband,
 )
 from myriad.validate.parsers.common import first_line
+from myriad.validate.parsers.kernel_log import XidEvent
 from myriad.validate.parsers.slurm import Gres
 
 T = TypeVar("T")
@@ -156,6 +157,15 @@ class TimeSync:
 
 
 @dataclass(frozen=True, slots=True)
+class DiskSpace:
+    """Free space of the file system a path is on (statvfs: what an unprivileged user gets)."""
+
+    path: str
+    free_percent: float
+    free_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
 class SinfoNode:
     node: str
     state: str
@@ -223,6 +233,17 @@ class NodeFacts:
     slurm_files: Fact[Mapping[str, FileDigest | None]] = NOT_GATHERED
     # On a Slurm controller asked to run the validation job: which nodes ran it.
     job: Fact[JobRun] = NOT_GATHERED
+    # Node health only: the node health runner (myriad.health.node) reads these between its
+    # runs; `myriad validate` does not gather them. XID events that count now (new in the
+    # kernel log since the last run, and draining ones still held), each HCA's first port's
+    # error counter growth since the last run, and the free space of the spec's paths.
+    xid_events: Fact[tuple[XidEvent, ...]] = NOT_GATHERED
+    hca_counter_growth: Fact[Mapping[str, Mapping[str, int]]] = NOT_GATHERED
+    disk: Fact[Mapping[str, DiskSpace]] = NOT_GATHERED
+    # Paths the runner tried to write a file under: None writable, else why not.
+    writable: Fact[Mapping[str, str | None]] = NOT_GATHERED
+    # The node health runner's state file, as it last wrote it (`myriad health` reads it).
+    health_state: Fact[Mapping[str, Any]] = NOT_GATHERED
     seconds: float | None = None
     # Each RDMA device's first port (the one the spec's NICs use), read once for the
     # several HCA checks.
@@ -629,6 +650,9 @@ def node_facts(host: str, document: object) -> NodeFacts:
         kube_nodes=read_probe(probes, "kubectl_nodes", "kubectl get nodes", parse_kubectl_nodes),
         slurm_files=read_probe(probes, "slurm_files", "Slurm file digests", _file_digests),
         job=read_probe(probes, "srun_job", "srun (validation job)", _job(args or {})),
+        health_state=read_probe(
+            probes, "health_state", "myriad-health state", _json_of("myriad-health state")
+        ),
         seconds=float(seconds) if isinstance(seconds, (int, float)) else None,
     )
 

@@ -83,6 +83,7 @@ IB_ERROR_COUNTERS = (
     "excessive_buffer_overrun_errors",
     "VL15_dropped",
 )
+HEALTH_STATE = "/var/lib/myriad-health/state.json"
 KUBECONFIGS = ("/etc/kubernetes/admin.conf", "/root/.kube/config")
 
 
@@ -290,10 +291,11 @@ def _attr(path: str) -> str | None:
         return None
 
 
-def sysfs_infiniband(root: str) -> Record:
+def sysfs_infiniband(root: str, top: str | None = None) -> Record:
     """Port state, rate, link layer and error counters of every RDMA device, its PCI
-    function and netdevs."""
-    top = at(root, "/sys/class/infiniband")
+    function and netdevs; `top` replaces /sys/class/infiniband (the node health runner's
+    tests read a tree built from captures)."""
+    top = top or at(root, "/sys/class/infiniband")
     if not os.path.isdir(top):
         return _record(
             None, stderr="/sys/class/infiniband does not exist (no RDMA devices)", missing=True
@@ -390,7 +392,7 @@ def probes(args: argparse.Namespace) -> dict[str, Callable[[], Record]]:
         "nvidia_smi": lambda: run(["nvidia-smi", "-q", "-x"], t),
         "nvlink": lambda: run(["nvidia-smi", "nvlink", "--status"], t),
         "ibstat": lambda: run(["ibstat"], t),
-        "sysfs_infiniband": lambda: sysfs_infiniband(root),
+        "sysfs_infiniband": lambda: sysfs_infiniband(root, getattr(args, "infiniband", None)),
         "pci": lambda: pci_links(root),
         "bonding": lambda: proc_bonding(root),
         "ip_link": lambda: run(["ip", "-j", "-d", "link"], t),
@@ -420,6 +422,8 @@ def probes(args: argparse.Namespace) -> dict[str, Callable[[], Record]]:
         "timedatectl": lambda: run(["timedatectl", "show"], t),
         "chrony_tracking": lambda: run(["chronyc", "-n", "tracking"], t),
         "slurm_files": lambda: file_digests(root, list(SLURM_FILES)),
+        # The node health runner's last state (myriad-health), for `myriad health`.
+        "health_state": lambda: read_file(at(root, HEALTH_STATE)),
     }
     for interface in args.qos_nics:
         table["mlnx_qos:" + interface] = (lambda i: lambda: run(["mlnx_qos", "-i", i], t))(

@@ -347,3 +347,14 @@ def link_mtu(names: Sequence[str], mtu: int, facts: NodeFacts) -> Outcome:
         if link is None or link.mtu != mtu:
             problems.append(f"{name} {'missing' if link is None else link.mtu}")
     return verdict(problems, f"MTU {mtu} on {len(names)}")
+
+
+def between_runs(fact: Fact[Any]) -> Outcome | None:
+    """For the node health checks whose facts only the node health runner reads (between
+    its runs: kernel log cursor, counter growth): not applicable where nothing read them
+    (`myriad validate` on the controller), unavailable when unreadable, else None."""
+    if fact.state == "not-gathered":
+        return Outcome("not-applicable", "judged on the node by myriad-health, between runs")
+    if not fact.ok:
+        return unavailable(fact)
+    return None

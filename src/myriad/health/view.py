@@ -1,0 +1,240 @@
+"""`myriad health SPEC [--json]`: the cluster's health as its nodes last judged it, in one
+gathering pass (the validation gatherer: every node's myriad-health state file, and the
+orchestrator's view from a controller).
+
+Per compute node (where the health role installs the runner): drained or not and by whom
+(myriad-health, or anyone else with their reason), since when, the failing checks with
+expected and actual, warnings, checks it could not judge, and whether its last run is stale
+(older than health.stale_after_s, default three intervals, or never). Exit status 1 when a
+node is drained, failing or stale; 0 when all are healthy.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from myriad.errors import ValidateError
+from myriad.health.node import REASON_PREFIX, bare_reason
+from myriad.health.render import check_drain_ids
+from myriad.provision.resolve import resolve_cluster
+from myriad.render.writer import write_inventory
+from myriad.runner import new_run_dir
+from myriad.validate.checks import ClusterView, cluster_view
+from myriad.validate.expectations import expect, load_role_defaults
+from myriad.validate.facts import NodeFacts
+from myriad.validate.gather import gather
+
+
+@dataclass(frozen=True)
+class NodeHealth:
+    node: str
+    reachable: bool
+    drained: bool | None
+    drained_by: str | None  # "myriad-health", "other", or None
+    reason: str | None
+    since: float | None
+    last_run: float | None
+    stale: bool
+    failing: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    unknown: list[str] = field(default_factory=list)
+    note: str = ""
+
+    @property
+    def healthy(self) -> bool:
+        return self.reachable and not self.drained and not self.failing and not self.stale
+
+
+@dataclass(frozen=True)
+class HealthReport:
+    cluster: str
+    generated: float
+    stale_after_s: int
+    nodes: tuple[NodeHealth, ...]
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if all(n.healthy for n in self.nodes) else 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "cluster": self.cluster,
+            "generated": self.generated,
+            "stale_after_s": self.stale_after_s,
+            "healthy": self.exit_code == 0,
+            "nodes": [{**asdict(n), "healthy": n.healthy} for n in self.nodes],
+        }
+
+
+def _by_whom(reason: str | None) -> str:
+    return "myriad-health" if (reason or "").startswith(REASON_PREFIX) else "other"
+
+
+def node_health(
+    node: str,
+    facts: NodeFacts | None,
+    view: ClusterView,
+    now: float,
+    stale_after_s: int,
+    unreachable: str | None = None,
+) -> NodeHealth:
+    """One node's row from its state file (its facts) and the orchestrator's view."""
+    drained: bool | None = None
+    reason: str | None = None
+    if view.slurm_nodes.ok and node in view.slurm_nodes.get():
+        slurm = view.slurm_nodes.get()[node]
+        # Without the [user@time] scontrol appends.
+        drained, reason = slurm.drained, bare_reason(slurm.reason) or None
+    if facts is None:
+        return NodeHealth(
+            node,
+            False,
+            drained,
+            _by_whom(reason) if drained else None,
+            reason,
+            None,
+            None,
+            True,
+            note=f"unreachable: {unreachable or 'no facts'}",
+        )
+    state: Mapping[str, Any] = facts.health_state.get() if facts.health_state.ok else {}
+    last = state.get("last_run")
+    last_run = float(last) if isinstance(last, (int, float)) else None
+    stale = last_run is None or now - last_run > stale_after_s
+    recorded = state.get("slurm")
+    own: Mapping[str, Any] = recorded if isinstance(recorded, Mapping) else {}
+    if drained is None and own:
+        # No controller answered: the node's own record of what it last did.
+        drained = bool(own.get("drained"))
+        reason = bare_reason(own.get("reason")) or None
+    since = own.get("since") if drained and _by_whom(reason) == "myriad-health" else None
+    note = "" if facts.health_state.ok else f"no state file: {facts.health_state.detail}"
+    return NodeHealth(
+        node=node,
+        reachable=True,
+        drained=drained,
+        drained_by=_by_whom(reason) if drained else None,
+        reason=reason,
+        since=float(since) if isinstance(since, (int, float)) else None,
+        last_run=last_run,
+        stale=stale,
+        failing=[str(x) for x in state.get("failing") or []],
+        warnings=[str(x) for x in state.get("warnings") or []],
+        unknown=[str(x) for x in state.get("unknown") or []],
+        note=note,
+    )
+
+
+def health_report(
+    spec_path: Path, *, stack: str | None = None, stack_outputs: Path | None = None
+) -> HealthReport:
+    from myriad.bringup.flow import cluster_state
+
+    cluster = resolve_cluster(spec_path, stack=stack, stack_outputs=stack_outputs)
+    loaded, inventory = cluster.loaded, cluster.inventory
+    health = check_drain_ids(loaded)
+    if health is None:
+        raise ValidateError(
+            f"{spec_path} has no health section: node health is off (see README, "
+            "'Keeping nodes healthy')"
+        )
+    state = cluster_state(loaded.spec.metadata.name)
+    write_inventory(inventory, state.inventory)
+    hosts = list(inventory.hosts)
+    gathered = gather(state.inventory, new_run_dir(state.root, "health"), hosts)
+    expectations = expect(
+        loaded.spec, loaded.catalog, cluster.plan, inventory, load_role_defaults()
+    )
+    unreachable = {**gathered.unreachable, **gathered.failed}
+    view = cluster_view(expectations, gathered.facts, unreachable)
+    now = time.time()
+    return HealthReport(
+        cluster=loaded.spec.metadata.name,
+        generated=now,
+        stale_after_s=health.stale_s,
+        nodes=tuple(
+            node_health(
+                n.node,
+                gathered.facts.get(n.node),
+                view,
+                now,
+                health.stale_s,
+                unreachable.get(n.node),
+            )
+            for n in expectations.nodes
+            # The health role runs the runner on compute nodes (site.yml).
+            if n.role == "compute"
+        ),
+    )
+
+
+def _ago(now: float, then: float | None) -> str:
+    if then is None:
+        return "never"
+    seconds = max(0, int(now - then))
+    if seconds < 120:
+        return f"{seconds} s ago"
+    if seconds < 7200:
+        return f"{seconds // 60} min ago"
+    return f"{seconds // 3600} h ago"
+
+
+def print_health(console: Console, report: HealthReport) -> None:
+    table = Table(title=f"Node health of {report.cluster}", title_justify="left")
+    for column in ("node", "state", "drained by / since", "last run", "failing / warnings"):
+        table.add_column(column, overflow="fold")
+    for n in report.nodes:
+        state = "unreachable" if not n.reachable else "DRAIN" if n.drained else "up"
+        if n.stale and n.reachable:
+            state += " (stale)"
+        by = ""
+        if n.drained:
+            by = n.drained_by or ""
+            if n.drained_by == "myriad-health":
+                by += f", {_ago(report.generated, n.since)}"
+            elif n.reason:
+                by += f": {n.reason}"
+        problems = [f"[red]{x}[/red]" for x in n.failing] + n.warnings
+        problems += [f"{x} unknown" for x in n.unknown]
+        if n.note:
+            problems.append(n.note)
+        table.add_row(
+            n.node,
+            state,
+            by,
+            _ago(report.generated, n.last_run),
+            "\n".join(problems) or "ok",
+        )
+    console.print(table)
+    sick = [n.node for n in report.nodes if not n.healthy]
+    console.print(
+        f"{len(report.nodes) - len(sick)} of {len(report.nodes)} nodes healthy"
+        + (f"; not: {', '.join(sick)}" if sick else ""),
+        markup=False,
+    )
+
+
+def run_health(
+    spec_path: Path,
+    *,
+    json_output: bool = False,
+    stack: str | None = None,
+    stack_outputs: Path | None = None,
+    console: Console | None = None,
+) -> int:
+    out = console or Console()
+    report = health_report(spec_path, stack=stack, stack_outputs=stack_outputs)
+    if json_output:
+        sys.stdout.write(json.dumps(report.to_dict(), indent=2) + "\n")
+    else:
+        print_health(out, report)
+    return report.exit_code

@@ -1,0 +1,119 @@
+"""The spec's `health:` section: how the node health runner (`myriad-health`) judges a node.
+
+Declaring the section turns node health on: the health role installs the runner on every
+node and, under Slurm, slurm.conf names it as HealthCheckProgram. Every field has the
+default an operator would choose for a large GPU cluster; the checks themselves are the
+validation checks (`myriad validate`), so check ids here are theirs (`gpu.count`).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+CheckId = Annotated[str, Field(pattern=r"^[a-z0-9]+(\.[a-z0-9-]+)+$")]
+AbsolutePath = Annotated[str, Field(pattern=r"^/\S*$")]
+# The IB PortCounters the runner follows between runs (Linux sysfs ports/N/counters/).
+Counter = Literal[
+    "link_downed",
+    "symbol_error",
+    "port_rcv_errors",
+    "link_error_recovery",
+    "local_link_integrity_errors",
+    "excessive_buffer_overrun_errors",
+    "port_xmit_discards",
+]
+
+# What takes a node out of service: the faults after which a job on it would fail or hang.
+# Everything else the runner evaluates only warns (a metric and the state file).
+DEFAULT_DRAIN: tuple[str, ...] = (
+    "gpu.count",
+    "gpu.xid",
+    "gpu.health",
+    "gpu.nvlink",
+    "gpu.ecc",
+    "hca.present",
+    "hca.state",
+    "hca.rate",
+    "hca.counter-growth",
+    "storage.mount",
+    "storage.writable",
+    "disk.space",
+    "slurm.munge",
+)
+# Growth per run above which a counter is a fault: a link that went down once more is one;
+# a few symbol errors a run are the noise of a healthy NDR link (IBTA BER 1e-12).
+DEFAULT_COUNTERS: dict[Counter, int] = {
+    "link_downed": 0,
+    "symbol_error": 10,
+    "port_rcv_errors": 10,
+    "link_error_recovery": 0,
+}
+DEFAULT_DISK: dict[str, int] = {"/": 5, "/tmp": 5, "/var": 5}
+
+
+class Health(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True, allow_inf_nan=False)
+
+    interval_s: int = Field(
+        default=300,
+        ge=10,
+        le=86_400,
+        description="Seconds between runs on every node (Slurm HealthCheckInterval)",
+    )
+    node_state: Literal["ANY", "IDLE", "ALLOC", "MIXED", "NONDRAINED_IDLE"] = Field(
+        default="ANY",
+        description="Node states Slurm runs the check in (HealthCheckNodeState); "
+        "ANY keeps busy nodes judged too",
+    )
+    drain: tuple[CheckId, ...] = Field(
+        default=DEFAULT_DRAIN,
+        description="Checks whose failure drains the node; every other check only warns",
+    )
+    counters: dict[Counter, Annotated[int, Field(ge=0, le=1_000_000_000)]] = Field(
+        default_factory=lambda: dict(DEFAULT_COUNTERS),
+        description="IB port error counters and the growth per run each may show "
+        "before the port is a fault",
+    )
+    disk: dict[AbsolutePath, Annotated[int, Field(ge=1, le=99)]] = Field(
+        default_factory=lambda: dict(DEFAULT_DISK),
+        description="Paths and the free space (percent) each must keep",
+    )
+    flap_window_s: int = Field(
+        default=3600,
+        ge=60,
+        le=7 * 86_400,
+        description="Window over which drains are counted for the flap limit",
+    )
+    flap_limit: int = Field(
+        default=3,
+        ge=2,
+        le=100,
+        description="A node drained this many times within the window stays drained",
+    )
+    xid_hold_s: int = Field(
+        default=0,
+        ge=0,
+        le=30 * 86_400,
+        description="How long a draining XID keeps the node drained; 0: until it reboots",
+    )
+    stale_after_s: int | None = Field(
+        default=None,
+        ge=10,
+        le=7 * 86_400,
+        description="A node's last run older than this is stale in `myriad health`; "
+        "default three intervals",
+    )
+
+    @field_validator("drain")
+    @classmethod
+    def _once_each(cls, drain: tuple[str, ...]) -> tuple[str, ...]:
+        repeated = sorted({c for c in drain if drain.count(c) > 1})
+        if repeated:
+            raise ValueError(f"lists {', '.join(repeated)} more than once")
+        return drain
+
+    @property
+    def stale_s(self) -> int:
+        return self.stale_after_s if self.stale_after_s is not None else 3 * self.interval_s

@@ -1,0 +1,120 @@
+"""Stand-ins for GPU and RDMA hardware, built from real captures, for the node health tests
+(tests/health, tests/integration/test_health_local.py) and benchmarks/health_run.py.
+
+These machines have no GPUs and no HCAs. `nvidia-smi -q -x` is answered by a stub that
+prints the real A100 capture (tests/samples/nvidia-smi-q-x, telegraf) with its one <gpu>
+block repeated for each GPU and the product name and driver of the real 8 x H100 capture
+(tests/samples/nvidia-smi-q-text, gpud); /sys/class/infiniband is a tree with the real
+ConnectX-3 port files of node_exporter's fixture under each device name the spec gives.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+SAMPLES = Path(__file__).resolve().parent / "samples"
+A100_XML = SAMPLES / "nvidia-smi-q-x" / "a100-sxm4-80gb-x4-mig_v12_drv535.54.03.xml"
+H100_TEXT = SAMPLES / "nvidia-smi-q-text" / "h100-80gb-hbm3-x8_drv535.161.08_nvidia-smi-q.txt"
+MLX4_PORT = SAMPLES / "sysfs-infiniband" / "node_exporter-mlx4_0-i40iw0" / "mlx4_0"
+
+
+def _h100() -> tuple[str, str]:
+    text = H100_TEXT.read_text()
+    product = re.search(r"Product Name\s+: (.+)", text)
+    driver = re.search(r"Driver Version\s+: (\S+)", text)
+    assert product and driver
+    return product.group(1).strip(), driver.group(1)
+
+
+def gpu_xml(count: int) -> str:
+    """`nvidia-smi -q -x` of `count` H100s (see the module docstring)."""
+    text = A100_XML.read_text()
+    start, end = text.index("    <gpu id="), text.index("    </gpu>") + len("    </gpu>\n")
+    block = text[start:end]
+    product, driver = _h100()
+    gpus = []
+    for index in range(count):
+        bus = f"00000000:{0x18 + index:02X}:00.0"
+        one = block.replace("00000000:01:00.0", bus)
+        one = one.replace("NVIDIA A100-SXM4-80GB", product)
+        one = re.sub(
+            r"<minor_number>\d+</minor_number>", f"<minor_number>{index}</minor_number>", one
+        )
+        one = re.sub(r"GPU-[0-9a-f-]+", f"GPU-00000000-0000-0000-0000-{index:012d}", one)
+        gpus.append(one)
+    head = text[:start].replace(
+        "<attached_gpus>4</attached_gpus>", f"<attached_gpus>{count}</attached_gpus>"
+    )
+    head = head.replace("535.54.03", driver)
+    return head + "".join(gpus) + text[end:]
+
+
+def nvidia_smi_script(xml_file: str, nvlink_file: str | None = None) -> str:
+    """A stub `nvidia-smi` that prints the file for `-q -x` (and `nvlink --status`)."""
+    nvlink = f'    nvlink) cat "{nvlink_file}" ;;\n' if nvlink_file else ""
+    return (
+        "#!/bin/sh\n# Test stub: answers from captures (tests/health_stubs.py).\n"
+        'case "$1" in\n'
+        f'    -q) cat "{xml_file}" ;;\n{nvlink}'
+        '    *) echo "stub nvidia-smi: $*" >&2; exit 2 ;;\n'
+        "esac\n"
+    )
+
+
+def infiniband_tree(root: Path, devices: list[str], link_downed: int = 0) -> Path:
+    """/sys/class/infiniband under `root`: each device a copy of the capture's mlx4_0 with
+    port 1 only, link_downed set as asked."""
+    top = root / "infiniband"
+    for device in devices:
+        target = top / device
+        if target.exists():
+            shutil.rmtree(target)
+        shutil.copytree(MLX4_PORT, target, ignore=shutil.ignore_patterns("2"))
+        set_counter(top, device, "link_downed", link_downed)
+    return top
+
+
+def set_counter(top: Path, device: str, counter: str, value: int) -> None:
+    (top / device / "ports" / "1" / "counters" / counter).write_text(f"{value}\n")
+
+
+def h100_spec(name: str, management: str, health: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A test-only spec: one controller and two compute nodes declaring 8 x H100 and two
+    ConnectX-7 on InfiniBand, on the local provider; node health on with the given section."""
+    return {
+        "apiVersion": "myriad/v1",
+        "kind": "Cluster",
+        "metadata": {"name": name, "description": "node health test (stub GPUs and HCAs)"},
+        "provider": {"kind": "local"},
+        "profiles": {
+            "container": {
+                "cpu": {"sockets": 1, "cores_per_socket": 2, "threads_per_core": 1},
+                "memory_gib": 2,
+            },
+            "h100": {
+                "gpu": {"model": "H100-SXM5-80GB", "count": 8},
+                "cpu": {"sockets": 1, "cores_per_socket": 2, "threads_per_core": 1},
+                "memory_gib": 2,
+                "nics": {"compute": {"model": "ConnectX-7", "count": 2}},
+            },
+        },
+        "pools": [
+            {"name": "ctl", "profile": "container", "count": 1, "role": "controller"},
+            {"name": "node", "profile": "h100", "count": 2, "role": "compute"},
+        ],
+        "network": {
+            "fabric": "infiniband",
+            "topology": {"kind": "fat-tree", "switch": "QM9700"},
+            "addressing": {"management": management},
+        },
+        "software": {
+            "os": "debian-12",
+            "nvidia_driver": "535",
+            "container_runtime": "docker",
+            "orchestrator": "slurm",
+        },
+        "health": health if health is not None else {},
+    }

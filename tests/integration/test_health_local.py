@@ -1,0 +1,277 @@
+"""Node health end to end on a local Slurm cluster: slurmd runs myriad-health, which drains
+its own node with its own reason and resumes it when the fault clears, never touching a
+node an administrator drained; `myriad health` shows it.
+
+Said plainly: these containers have no GPUs and no HCAs. The spec is a test-only one
+(tests/health_stubs.py h100_spec): its compute nodes declare 8 x H100 and two ConnectX-7 on
+InfiniBand, so the nodes' documents expect eight GPUs and two HCAs. Before bring-up the test
+installs on each compute node a stub `nvidia-smi` that prints an 8-GPU `nvidia-smi -q -x`
+built from real captures, a fake /sys/class/infiniband tree built from node_exporter's real
+sysfs fixture (under /var/lib/myriad-health-test/infiniband), eight character devices
+/dev/nvidia0-7 for slurmd's gres.conf, and a kernel log file that stands for /dev/kmsg (the
+host's, shared by every container). After bring-up it points each node's document at the
+tree and the file (the policy's `infiniband` and `kernel_log`). Bring-up runs only the roles
+this needs: common, health, slurm.
+
+Faults are injected where they come from (a line in the kernel log, a counter file, the stub's
+output) and slurmd's own HealthCheckInterval (10 s) runs the checks; the test only watches
+`scontrol show node`. One cluster for the module; `down` at the end, even on failure.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from health_stubs import gpu_xml, h100_spec, infiniband_tree, nvidia_smi_script
+from myriad.plan.nodes import container_name
+from myriad.provision import local
+from myriad.spec import load_spec
+from myriad.validate.parsers import parse_scontrol_nodes
+
+from run_names import free_subnet, unique_name
+
+ROOT = Path(__file__).resolve().parents[2]
+MYRIAD = [sys.executable, "-m", "myriad.cli"]
+TEST_DIR = "/var/lib/myriad-health-test"
+INTERVAL_S = 10
+XID_HOLD_S = 10
+HEALTH = {
+    "interval_s": INTERVAL_S,
+    "drain": ["gpu.count", "gpu.xid", "hca.counter-growth"],
+    # The fixture's ConnectX-3 port has no symbol_error file: follow the counters it has.
+    "counters": {"link_downed": 0, "port_rcv_errors": 10},
+    "xid_hold_s": XID_HOLD_S,
+    "flap_limit": 10,
+    # `myriad health` gathers for a while; a run is stale only well past the interval.
+    "stale_after_s": 120,
+}
+# The real XID 79 message (NVIDIA/NVSentinel issue #155; tests/samples/kernel-log).
+OFF_THE_BUS = "NVRM: Xid (PCI:0000:44:00): 79, GPU has fallen off the bus"
+
+
+@dataclass(frozen=True)
+class Cluster:
+    name: str
+    spec: Path
+    state: Path
+
+    def container(self, node: str) -> str:
+        return f"{self.name}-{node}"
+
+    def run(self, node: str, *command: str, stdin: str | None = None) -> str:
+        done = subprocess.run(
+            ["docker", "exec", "-i", self.container(node), *command],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode == 0, f"{node}: {command}: {done.stdout}{done.stderr}"
+        return done.stdout
+
+    def write(self, node: str, path: str, text: str) -> None:
+        self.run(node, "sh", "-c", f"cat > {path}.new && mv {path}.new {path}", stdin=text)
+
+    def slurm(self, node: str) -> tuple[bool, str]:
+        """(drained, reason without its [user@time]) as the controller sees the node."""
+        (record,) = parse_scontrol_nodes(self.run("ctl01", "scontrol", "show", "node", node, "-o"))
+        reason = record.reason or ""
+        if reason.endswith("]") and " [" in reason:
+            reason = reason[: reason.rindex(" [")]
+        return record.drained, reason
+
+    def wait(self, what: str, check: Callable[[], bool], timeout_s: float) -> float:
+        start = time.monotonic()
+        while time.monotonic() - start < timeout_s:
+            if check():
+                return time.monotonic() - start
+            time.sleep(1)
+        raise AssertionError(f"not within {timeout_s:.0f} s: {what}")
+
+    def health_state(self, node: str) -> dict[str, Any]:
+        state: dict[str, Any] = json.loads(
+            self.run(node, "cat", "/var/lib/myriad-health/state.json")
+        )
+        return state
+
+
+def myriad(*args: str, state: Path, timeout: float = 1200) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "MYRIAD_STATE_DIR": str(state), "COLUMNS": "200"}
+    return subprocess.run(
+        [*MYRIAD, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout,
+        check=False,
+    )  # fmt: skip
+
+
+def install_stubs(cluster: Cluster, node: str, work: Path) -> None:
+    cluster.run(node, "mkdir", "-p", TEST_DIR)
+    cluster.write(node, f"{TEST_DIR}/nvidia-smi.xml", gpu_xml(8))
+    cluster.write(
+        node, "/usr/local/bin/nvidia-smi", nvidia_smi_script(f"{TEST_DIR}/nvidia-smi.xml")
+    )
+    cluster.run(node, "chmod", "755", "/usr/local/bin/nvidia-smi")
+    cluster.run(node, "touch", f"{TEST_DIR}/kern.log")
+    tree = infiniband_tree(work / node, ["mlx5_0", "mlx5_1"])
+    subprocess.run(
+        ["docker", "cp", str(tree), f"{cluster.container(node)}:{TEST_DIR}/"],
+        capture_output=True, timeout=60, check=True,
+    )  # fmt: skip
+    # slurm.conf gives the node Gres=gpu:h100:8 with gres.conf File=/dev/nvidia[0-7]: slurmd
+    # needs the files to exist (major 195 is NVIDIA's).
+    for index in range(8):
+        cluster.run(
+            node,
+            "sh",
+            "-c",
+            f"test -e /dev/nvidia{index} || mknod /dev/nvidia{index} c 195 {index}",
+        )
+
+
+def use_test_sources(cluster: Cluster, node: str) -> None:
+    document = json.loads(cluster.run(node, "cat", "/etc/myriad-health/node.json"))
+    document["policy"].update(
+        kernel_log=f"{TEST_DIR}/kern.log", infiniband=f"{TEST_DIR}/infiniband"
+    )
+    cluster.write(node, "/etc/myriad-health/node.json", json.dumps(document))
+
+
+@pytest.fixture(scope="module")
+def cluster(docker_available: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    state = tmp_path_factory.mktemp("health-state")
+    name = unique_name("health")
+    spec_path = state / f"{name}.yaml"
+    spec_path.write_text(yaml.safe_dump(h100_spec(name, free_subnet(), HEALTH), sort_keys=False))
+    spec = load_spec(spec_path).spec
+    made = Cluster(name, spec_path, state)
+    assert made.container("node02") == container_name(spec, "node02")
+    try:
+        local.converge(spec)
+        for node in ("node01", "node02"):
+            install_stubs(made, node, state)
+        up = myriad("bringup", str(spec_path), "--tags", "common,health,slurm", state=state)
+        assert up.returncode == 0, up.stdout[-6000:] + up.stderr[-3000:]
+        for node in ("node01", "node02"):
+            use_test_sources(made, node)
+        yield made
+    finally:
+        local.remove(spec)
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_node_health_drains_resumes_and_leaves_an_administrators_drain(cluster: Cluster) -> None:
+    conf = cluster.run("ctl01", "cat", "/etc/slurm/slurm.conf")
+    assert "HealthCheckProgram=/usr/local/sbin/myriad-health\n" in conf
+    assert f"HealthCheckInterval={INTERVAL_S}\n" in conf
+    assert "HealthCheckNodeState=ANY\n" in conf
+    for node in ("node01", "node02"):
+        cluster.wait(f"{node} up", lambda n=node: cluster.slurm(n) == (False, ""), 6 * INTERVAL_S)
+    assert cluster.run("ctl01", "timeout", "60", "srun", "-w", "node02", "hostname").split() == [
+        "node02"
+    ]
+
+    # A GPU falls off the bus: XID 79 in node02's kernel log. Within one interval (and the
+    # run's own time) slurmd's run drains node02 with myriad-health's reason.
+    cluster.run("node02", "sh", "-c", f"echo '{OFF_THE_BUS}' >> {TEST_DIR}/kern.log")
+    xid_reason = (
+        "myriad-health: gpu.xid expected no draining XID (held 10 s); application XIDs "
+        "recorded, found XID 79 on 0000:44:00 (GPU has fallen off the bus)"
+    )
+    took = cluster.wait(
+        "node02 drained for XID 79", lambda: cluster.slurm("node02") == (True, xid_reason),
+        2 * INTERVAL_S + 10,
+    )  # fmt: skip
+    # A job lands elsewhere.
+    assert cluster.run("ctl01", "timeout", "60", "srun", "-N1", "hostname").split() == ["node01"]
+    # The XID is held for health.xid_hold_s, then node02 resumes by itself.
+    cluster.wait(
+        "node02 resumed",
+        lambda: cluster.slurm("node02") == (False, ""),
+        XID_HOLD_S + 3 * INTERVAL_S,
+    )
+    assert cluster.health_state("node02")["slurm"]["action"] == "resume"
+    print(f"XID 79 drained node02 {took:.0f} s after the line was logged")
+
+    # An administrator's drain is never resumed, however healthy the node.
+    cluster.run(
+        "ctl01", "scontrol", "update", "NodeName=node01", "State=DRAIN", "Reason=admin: fan swap"
+    )
+    drained_at = time.time()
+    cluster.wait(
+        "a run on node01 since the administrator's drain",
+        lambda: cluster.health_state("node01")["last_run"] > drained_at + 1,
+        3 * INTERVAL_S,
+    )
+    assert cluster.slurm("node01") == (True, "admin: fan swap")
+    assert cluster.health_state("node01")["slurm"]["drained_by"] == "other"
+
+    # A link that goes down again: link_downed grows on node02's mlx5_0 (the baseline is the
+    # last reading). One run drains, the next sees no growth and resumes.
+    counter = f"{TEST_DIR}/infiniband/mlx5_0/ports/1/counters/link_downed"
+    cluster.run("node02", "sh", "-c", f"echo 3 > {counter}")
+    growth_reason = (
+        "myriad-health: hca.counter-growth expected growth per run at most link_downed +0, "
+        "port_rcv_errors +10 on mlx5_0, mlx5_1, found mlx5_0 link_downed +3"
+    )
+    cluster.wait(
+        "node02 drained for link_downed",
+        lambda: (
+            cluster.health_state("node02")["slurm"].get("reason") == growth_reason
+            or cluster.slurm("node02") == (True, growth_reason)
+        ),
+        3 * INTERVAL_S,
+    )
+    cluster.wait(
+        "node02 resumed after growth",
+        lambda: cluster.slurm("node02") == (False, ""),
+        4 * INTERVAL_S,
+    )
+
+    # A GPU missing from nvidia-smi: drained with the count, shown by `myriad health`.
+    cluster.write("node02", f"{TEST_DIR}/nvidia-smi.xml", gpu_xml(7))
+    gpu_reason = "myriad-health: gpu.count expected 8, found 7"
+    cluster.wait(
+        "node02 drained for a missing GPU",
+        lambda: cluster.slurm("node02") == (True, gpu_reason),
+        3 * INTERVAL_S,
+    )
+    shown = myriad("health", str(cluster.spec), "--json", state=cluster.state, timeout=600)
+    assert shown.returncode == 1, shown.stderr[-3000:]
+    report = {n["node"]: n for n in json.loads(shown.stdout)["nodes"]}
+    assert report["node02"]["drained"] is True
+    assert report["node02"]["drained_by"] == "myriad-health"
+    assert report["node02"]["failing"] == ["gpu.count expected 8, found 7"]
+    assert report["node02"]["since"] is not None and report["node02"]["stale"] is False
+    assert (report["node01"]["drained_by"], report["node01"]["reason"]) == (
+        "other",
+        "admin: fan swap",
+    )
+    assert sorted(report) == ["node01", "node02"]  # the runner is on compute nodes only
+
+    cluster.write("node02", f"{TEST_DIR}/nvidia-smi.xml", gpu_xml(8))
+    cluster.wait(
+        "node02 resumed with 8 GPUs", lambda: cluster.slurm("node02") == (False, ""), 3 * INTERVAL_S
+    )
+    prom = "/var/lib/prometheus/node-exporter/myriad_health.prom"
+    passing = 'myriad_health_check_failed{check="gpu.count",action="drain"} 0'
+    # The run that resumed node02 writes its metrics just after.
+    cluster.wait(
+        "metrics of the resuming run", lambda: passing in cluster.run("node02", "cat", prom), 5
+    )
+    metrics = cluster.run("node02", "cat", prom)
+    assert 'myriad_health_xid_events_total{xid="79",action="drain"} 1' in metrics
+    assert "myriad_health_node_drained 0" in metrics
+    # Still the administrator's.
+    assert cluster.slurm("node01") == (True, "admin: fan swap")
