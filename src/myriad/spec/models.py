@@ -24,8 +24,8 @@ from pydantic import (
 
 from myriad.spec.bringup import Bringup
 from myriad.spec.catalog_models import Catalog, PcieGen, Whole
-from myriad.spec.monitoring import Monitoring
 from myriad.spec.health import Health
+from myriad.spec.monitoring import Monitoring
 
 # Every count in a spec is bounded, so that no number makes planning or rendering hang: the
 # largest clusters built so far hold a few hundred thousand GPUs (tens of thousands of nodes).
