@@ -281,15 +281,16 @@ def gather(expectations: NodeExpectations, policy: Mapping[str, Any]) -> NodeFac
         if isinstance(value, dict):
             qos.extend(n for n in value.get("names", []) if n not in qos)
     mount = _expected(expectations, "storage.mount")
-    args = argparse.Namespace(
-        controller="none",
-        qos_nics=qos,
-        units=list(gather_node.DEFAULT_UNITS),
-        mount=mount["path"] if isinstance(mount, dict) else "",
-        timeout=float(policy["probe_timeout_s"]),
-        root="/",
-        infiniband=policy.get("infiniband") or None,
+    # The gatherer's own parser, so every option it gains has its default here too.
+    args = gather_node.parse_args(
+        [
+            "--controller=none",
+            f"--qos-nics={','.join(qos)}",
+            f"--mount={mount['path'] if isinstance(mount, dict) else ''}",
+            f"--timeout={float(policy['probe_timeout_s'])}",
+        ]
     )
+    args.infiniband = policy.get("infiniband") or None
     return node_facts(expectations.node, gather_node.gather(args))
 
 
