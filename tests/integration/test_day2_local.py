@@ -168,10 +168,24 @@ def sinfo(day2: Day2) -> dict[str, tuple[str, str]]:
     return found
 
 
-def submit(day2: Day2, node: str, seconds: int) -> str:
+def hold_file(node: str) -> str:
+    return f"/tmp/day2-hold-{node}"
+
+
+def submit(day2: Day2, node: str, seconds: int, *, held: bool = False) -> str:
+    """A batch job on `node`: `seconds` long, or (held) running until the test removes the
+    node's hold file (at most `seconds`), so the test, not the machine's speed, decides
+    when it ends."""
+    if held:
+        day2.node(node, "touch", hold_file(node))
+        work = (
+            f"t=0; while [ -e {hold_file(node)} ] && [ $t -lt {seconds} ]; do sleep 1; "
+            "t=$((t+1)); done; echo finished"
+        )
+    else:
+        work = f"sleep {seconds}; echo finished"
     out = day2.node(
-        "ctl01", "sbatch", "-w", node, "-o", "/tmp/day2-%j.out",
-        "--wrap", f"sleep {seconds}; echo finished",
+        "ctl01", "sbatch", "-w", node, "-o", "/tmp/day2-%j.out", "--wrap", work,
     )  # fmt: skip
     found = re.search(r"Submitted batch job (\d+)", out)
     assert found, out
@@ -239,9 +253,9 @@ def test_drain_and_resume_say_who_and_respect_the_health_runner(day2: Day2) -> N
 @pytest.mark.slow
 def test_roll_waits_for_jobs_survives_kills_and_resumes(day2: Day2) -> None:
     spec = str(day2.spec)
-    # Long enough that the roll reaches node01 and node02 while their jobs still run: the
-    # plan, the controller and node03 come first.
-    jobs = {"node01": submit(day2, "node01", 80), "node02": submit(day2, "node02", 130)}
+    # Held until the roll is seen waiting for them, however slow the machine: the plan, the
+    # controller and node03 come first.
+    jobs = {n: submit(day2, n, 900, held=True) for n in ("node01", "node02")}
     wait_until(
         "both jobs running",
         lambda: len(day2.node("ctl01", "squeue", "-h", "-t", "R", "-o", "%i").split()) == 2,
@@ -264,9 +278,11 @@ def test_roll_waits_for_jobs_survives_kills_and_resumes(day2: Day2) -> None:
     assert first.wait(timeout=60) == 130
 
     second = day2.start(*args[:2], "--resume")
+    day2.node("node01", "rm", "-f", hold_file("node01"))  # node01's job ends now
     wait_until("node02 waiting", lambda: log_has(day2, "node02 waiting"), timeout=600)
     second.kill()  # SIGKILL: no chance to save anything beyond what is already saved
     second.wait(timeout=60)
+    day2.node("node02", "rm", "-f", hold_file("node02"))
 
     third = day2.myriad(*args[:2], "--resume", timeout=900)
     seconds = time.monotonic() - started
@@ -351,6 +367,12 @@ def container_id(day2: Day2, node: str) -> str:
 @pytest.mark.docker
 @pytest.mark.slow
 def test_replace_brings_a_node_back_on_a_new_container(day2: Day2) -> None:
+    # The rolls above ran with --vars, which last only for their roll: the cluster runs
+    # MessageTimeout=40 where the spec says 30. A replaced node is built from the spec, so
+    # put the cluster back on its spec first, as an operator would after a trial roll;
+    # otherwise slurm.config-files rightly finds node02's slurm.conf unlike the controller's.
+    back = day2.myriad("bringup", str(day2.spec), "--tags", "slurm", timeout=900)
+    assert back.returncode == 0, back.stdout[-6000:] + back.stderr[-3000:]
     # node02 is still drained by the failed roll above: replace takes that drain over.
     before = container_id(day2, "node02")
     cluster_key = day2.node("ctl01", "sha256sum", "/etc/munge/munge.key").split()[0]
