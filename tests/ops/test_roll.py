@@ -213,6 +213,28 @@ def test_resume_never_drains_a_node_twice(tmp_path: Path) -> None:
     assert unfinished(tmp_path / "runs") is None
 
 
+def test_jobs_that_end_while_the_roll_is_stopped_are_still_recorded_as_ended(
+    tmp_path: Path,
+) -> None:
+    clock = Clock()
+    slurm = FakeSlurm(clock, jobs={"node01": 1_100.0})
+    state, _ = start(tmp_path, slurm)
+
+    def stopped(seconds: float) -> None:
+        raise KeyboardInterrupt
+
+    # Stopped while node01 waits for its job; the job ends before the roll is resumed.
+    with (state.run_dir / "out.txt").open("a") as out, pytest.raises(KeyboardInterrupt):
+        run_roll(state, slurm, FakeSteps(clock), Console(file=out), ["ctl01"],
+                 clock=clock, sleep=stopped)  # fmt: skip
+    clock.now = 2_000.0
+    again = RollState.load(state.run_dir)
+    assert roll(again, slurm, FakeSteps(clock), clock) == 0
+    log = events(again)
+    assert log.count(("node01", "waiting")) == 1
+    assert log.index(("node01", "jobs-ended")) < log.index(("node01", "resumed"))
+
+
 def test_a_second_roll_waits_for_the_unfinished_one(tmp_path: Path) -> None:
     clock = Clock()
     slurm = FakeSlurm(clock)

@@ -342,7 +342,8 @@ class RollLoop:
         """Nodes whose jobs have ended; the others are skipped at the drain timeout."""
         waiting, ready = list(nodes), []
         cancelled: set[str] = set()
-        announced: set[str] = set()
+        # Saved with the node, so a roll resumed after its jobs ended still records that they did.
+        announced = {n for n in nodes if self.state.record(n).get("waited_for")}
         while waiting:
             holding = jobs_by_node(self.slurm.jobs(waiting), waiting)
             now = self.clock()
@@ -358,6 +359,8 @@ class RollLoop:
                 ids = ",".join(j.job_id for j in jobs)
                 if node not in announced:
                     announced.add(node)
+                    self.state.record(node)["waited_for"] = ids
+                    self.state.save()
                     self.say(node, "waiting", f"for job(s) {ids}")
                 kill_after = self.options.kill_after_s
                 if kill_after is not None and waited >= kill_after and node not in cancelled:
