@@ -129,3 +129,12 @@ def test_invalid_spec_exits_2_with_every_problem_and_no_traceback(
     assert "3 problems in the spec" in err
     assert "Traceback" not in err
     assert f"{bad}:11:5: profiles.gpu-node.memory_gib" in err
+
+
+def test_bringup_mode_follows_the_node_count_unless_the_spec_says() -> None:
+    from myriad.spec.bringup import IMAGE_MODE_MIN_NODES, Bringup, resolved_mode
+
+    assert resolved_mode(Bringup(), IMAGE_MODE_MIN_NODES - 1) == "push"
+    assert resolved_mode(Bringup(), IMAGE_MODE_MIN_NODES) == "image"
+    assert resolved_mode(Bringup(mode="image"), 4) == "image"
+    assert resolved_mode(Bringup(mode="push"), 12_519) == "push"
