@@ -53,6 +53,11 @@ class ImageManifest:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ImageManifest:
         archive = data.get("archive")
+        image_archive = (
+            None
+            if archive is None
+            else ImageArchive(str(archive["file"]), str(archive["sha256"]), int(archive["bytes"]))
+        )
         return cls(
             cluster=str(data["cluster"]),
             profile=str(data["profile"]),
@@ -62,7 +67,5 @@ class ImageManifest:
             base=str(data["base"]),
             roles={str(k): str(v) for k, v in dict(data.get("roles") or {}).items()},
             packages={str(k): str(v) for k, v in dict(data.get("packages") or {}).items()},
-            archive=None if archive is None else ImageArchive(
-                file=str(archive["file"]), sha256=str(archive["sha256"]), bytes=int(archive["bytes"])
-            ),
-        )  # fmt: skip
+            archive=image_archive,
+        )
