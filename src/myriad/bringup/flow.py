@@ -187,7 +187,7 @@ def run_site(
     if max_fail_percentage is None:
         max_fail_percentage = failure_budget(len(hosts))
     settings = result.loaded.spec.bringup
-    started_at = _now()
+    started_at = now_stamp()
     if not check:
         # Recorded before Ansible starts: a run that never finishes stays visible as such.
         record_started(state, hosts, tuning, run_dir, started_at)
@@ -210,7 +210,7 @@ def run_site(
         )
     if outcome.interrupted:
         if not check:
-            _record(state, outcome, run_dir, tuning, started_at, hosts, "interrupted")
+            record_finished(state, outcome, run_dir, tuning, started_at, hosts, "interrupted")
         raise RunInterrupted(
             f"interrupted during {outcome.interrupted_during}; Ansible and its workers were "
             f"stopped, the run is recorded as interrupted (log: {run_dir / 'artifacts'})"
@@ -218,7 +218,7 @@ def run_site(
     reporter.recap(outcome, hosts)
     console.print(f"Ansible's full event log: {run_dir / 'artifacts'}")
     if not check:
-        _record(state, outcome, run_dir, tuning, started_at, hosts, outcome.status)
+        record_finished(state, outcome, run_dir, tuning, started_at, hosts, outcome.status)
     if not outcome.stats and outcome.status == "successful":
         raise FlowError("the bring-up matched no hosts: check --limit and the inventory")
     return outcome
@@ -241,12 +241,12 @@ def record_started(
             "run_dir": str(run_dir) if run_dir else None,
             "tuning": tuning.label,
             "pid": os.getpid(),
-            "started_at": started_at or _now(),
+            "started_at": started_at or now_stamp(),
         }
     )
 
 
-def _now() -> str:
+def now_stamp() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
@@ -259,7 +259,7 @@ def unfinished_hosts(outcome: RunResult, hosts: Sequence[str]) -> list[str]:
     return sorted(failed)
 
 
-def _record(
+def record_finished(
     state: ClusterState,
     outcome: RunResult,
     run_dir: Path,
@@ -278,7 +278,7 @@ def _record(
             "tuning": tuning.label,
             "seconds": round(outcome.seconds, 1),
             "started_at": started_at,
-            "finished_at": _now(),
+            "finished_at": now_stamp(),
             **({"interrupted_during": outcome.interrupted_during} if outcome.interrupted else {}),
         }
     )

@@ -20,16 +20,20 @@ from myriad.bringup.flow import (
     retry_limit,
     run_site,
 )
+from myriad.bringup.images import build_images
 from myriad.bringup.lock import hold_cluster_lock, is_locked, read_holder
+from myriad.bringup.node_local import docker_transport, run_image_mode
 from myriad.bringup.reporting import Reporter
 from myriad.bringup.tags import check_tags
 from myriad.errors import FlowError
+from myriad.plan.nodes import iter_nodes
 from myriad.plan.pipeline import PlanResult
-from myriad.provision import local
+from myriad.provision import local, local_image
 from myriad.provision.resolve import resolve_cluster
 from myriad.render.monitoring import prometheus_url
 from myriad.render.writer import write_inventory
 from myriad.runner import TUNED, RunResult, Tuning
+from myriad.spec.bringup import resolved_mode
 
 # Called after a successful bring-up: (plan, inventory dir, state, console) → exit code.
 Validator = Callable[[PlanResult, ClusterState, Console], int]
@@ -84,8 +88,16 @@ def _up_locked(
         from myriad.provision.node_image import ensure_node_image, node_image_recipe
 
         notes.append(ensure_node_image(node_image_recipe())[:19])
+    image_mode = resolved_mode(spec.bringup, len(local.local_nodes(spec))) == "image"
+    images: dict[str, str] = {}
+    if image_mode:
+        # The image is built from the inventory's variables, before any node starts from it.
+        inventory = render_state(result, state)
+        built = build_images(result, inventory, state, reporter, tuning=tuning)
+        profile_of = {n.name: n.profile for n in iter_nodes(spec)}
+        images = {node: built[profile].manifest.tag for node, profile in profile_of.items()}
     with reporter.phase("containers") as notes:
-        outcome = local.converge(spec)
+        outcome = local.converge(spec, images=images)
         counts: dict[str, int] = {}
         for what in outcome.values():
             counts[what] = counts.get(what, 0) + 1
@@ -93,7 +105,21 @@ def _up_locked(
     with reporter.phase("inventory") as notes:
         inventory = render_state(result, state)
         notes.append(str(state.inventory))
-    bringup = run_site(result, inventory, state, console, reporter, limit=limit, tuning=tuning)
+    if image_mode:
+        containers = {n.name: n.container for n in local.local_nodes(spec)}
+        bringup = run_image_mode(
+            inventory,
+            state,
+            console,
+            reporter,
+            docker_transport(containers),
+            slurm=spec.software.orchestrator == "slurm",
+            timeout_s=2 * spec.bringup.task_timeout_s,
+            limit=limit,
+            tuning=tuning,
+        )
+    else:
+        bringup = run_site(result, inventory, state, console, reporter, limit=limit, tuning=tuning)
     if not bringup.ok:
         failed = ", ".join(bringup.failed_hosts()) or bringup.status
         console.print(
@@ -213,9 +239,15 @@ def down(spec_path: Path, console: Console, *, yes: bool) -> int:
     state = cluster_state(spec.metadata.name)
     # Not from under a running bring-up: it would fail on every node for no reason it shows.
     with hold_cluster_lock(state, "down"):
+        for leftover in local_image.leftover_builds(spec.metadata.name):
+            local.docker("rm", "--force", leftover, check=False)
         removed = local.remove(spec)
+        images = local_image.remove_images(spec.metadata.name)
         state.replace_status({"last_bringup": {}, "removed": True})
-    console.print(f"removed {len(removed)} container(s) and network(s) of {spec.metadata.name}")
+    console.print(
+        f"removed {len(removed)} container(s) and network(s) of {spec.metadata.name}"
+        + (f", and its {len(images)} baked image(s)" if images else "")
+    )
     return 0
 
 

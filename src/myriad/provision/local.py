@@ -14,7 +14,7 @@ import json
 import logging
 import subprocess
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Literal
@@ -219,11 +219,14 @@ def converge(
     spec: Cluster,
     *,
     image: str = IMAGE_TAG,
+    images: Mapping[str, str] | None = None,
     on_node: Callable[[str, NodeState], None] | None = None,
 ) -> dict[str, NodeState]:
-    """Make Docker match the spec's nodes; returns what happened to each node."""
+    """Make Docker match the spec's nodes; returns what happened to each node. `images`
+    names a node's own image (image mode: its profile's baked image); others get `image`."""
     ensure_network(spec)
-    image_id = docker("image", "inspect", "--format", "{{.Id}}", image).strip()
+    refs = {image, *(images or {}).values()}
+    ids = {ref: docker("image", "inspect", "--format", "{{.Id}}", ref).strip() for ref in refs}
     wanted = local_nodes(spec)
     states = container_states(spec)
     outcome: dict[str, NodeState] = {}
@@ -232,7 +235,7 @@ def converge(
         outcome[container] = "removed"
 
     def bring(node: LocalNode) -> tuple[str, NodeState]:
-        arguments = _run_arguments(spec, node, image_id)
+        arguments = _run_arguments(spec, node, ids[(images or {}).get(node.name, image)])
         state, config = states.get(node.container, ("", ""))
         result: NodeState
         if state and config != _config_digest(arguments):

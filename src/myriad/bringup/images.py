@@ -1,0 +1,184 @@
+"""`myriad image build`: a node image per profile, built by the same roles, built once.
+
+An image's content hash names everything the image phase can read — the node image it starts
+from, Myriad's roles and playbooks and the Ansible that runs them (`converge_bundle`), the
+variables of the build inventory (`render.image_inventory`) — so an unchanged cluster never
+rebuilds, and a changed role variable that the image reads does. The current record per
+profile is `<state>/images/<profile>.json`; each build's record, log and Ansible events are
+in its run folder.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from myriad import paths
+from myriad.bringup.flow import ClusterState
+from myriad.bringup.reporting import Reporter
+from myriad.errors import FlowError, RunInterrupted
+from myriad.fsutil import atomic_write_text
+from myriad.plan.node_images import ImageArchive, ImageManifest
+from myriad.plan.pipeline import PlanResult
+from myriad.provision import converge_bundle, local_image
+from myriad.render.image_inventory import (
+    build_inputs_digest,
+    image_build_inventory,
+    profiles_in_use,
+)
+from myriad.render.inventory import Inventory
+from myriad.render.writer import write_inventory
+from myriad.runner import TUNED, Timeouts, Tuning, new_run_dir, run_playbook
+
+
+@dataclass(frozen=True, slots=True)
+class ImageOutcome:
+    manifest: ImageManifest
+    built: bool
+    seconds: float
+
+
+def images_dir(state: ClusterState) -> Path:
+    return state.root / "images"
+
+
+def current_manifest(state: ClusterState, profile: str) -> ImageManifest | None:
+    path = images_dir(state) / f"{profile}.json"
+    try:
+        return ImageManifest.from_dict(json.loads(path.read_text()))
+    except FileNotFoundError:
+        return None
+    except (ValueError, KeyError, TypeError) as exc:
+        raise FlowError(
+            f"{path} is damaged ({exc}); move it away and run again: the image is rebuilt"
+        ) from None
+
+
+def current_manifests(state: ClusterState, profiles: Sequence[str]) -> dict[str, ImageManifest]:
+    found = {}
+    for profile in profiles:
+        manifest = current_manifest(state, profile)
+        if manifest is not None:
+            found[profile] = manifest
+    return found
+
+
+def content_hash(base: str, bundle: str, inputs: str) -> str:
+    return hashlib.sha256(f"base={base}\nbundle={bundle}\ninputs={inputs}\n".encode()).hexdigest()
+
+
+def build_images(
+    result: PlanResult,
+    inventory: Inventory,
+    state: ClusterState,
+    reporter: Reporter,
+    *,
+    profiles: Sequence[str] | None = None,
+    force: bool = False,
+    archive: bool = False,
+    tuning: Tuning = TUNED,
+) -> dict[str, ImageOutcome]:
+    """Each profile's image, built only where its content hash changed (or `force`)."""
+    spec = result.loaded.spec
+    wanted = list(profiles) if profiles else profiles_in_use(spec)
+    unknown = sorted(set(wanted) - set(profiles_in_use(spec)))
+    if unknown:
+        raise FlowError(
+            f"no pool uses profile {', '.join(unknown)}; profiles in use: "
+            + ", ".join(profiles_in_use(spec))
+        )
+    base = local_image.base_image_id()
+    bundle = converge_bundle.bundle_digest()
+    outcomes = {}
+    for profile in wanted:
+        start = time.monotonic()
+        build = image_build_inventory(spec, inventory, profile, connection={})
+        digest = content_hash(base, bundle, build_inputs_digest(build))
+        tag = local_image.image_tag(spec.metadata.name, profile, digest)
+        current = current_manifest(state, profile)
+        with reporter.phase(f"image {profile}") as notes:
+            if (
+                not force
+                and current is not None
+                and current.content_hash == digest
+                and local_image.image_id(tag) is not None
+                and (not archive or current.archive is not None)
+            ):
+                notes.append(f"current ({digest[:12]}), not rebuilt")
+                outcomes[profile] = ImageOutcome(current, False, time.monotonic() - start)
+                continue
+            manifest = _build(result, inventory, state, profile, digest, base, archive, tuning)
+            notes.append(f"built {manifest.tag}")
+            outcomes[profile] = ImageOutcome(manifest, True, time.monotonic() - start)
+    return outcomes
+
+
+def _build(
+    result: PlanResult,
+    inventory: Inventory,
+    state: ClusterState,
+    profile: str,
+    digest: str,
+    base: str,
+    archive: bool,
+    tuning: Tuning,
+) -> ImageManifest:
+    spec = result.loaded.spec
+    run_dir = new_run_dir(state.root, f"image-{profile}")
+    tag = local_image.image_tag(spec.metadata.name, profile, digest)
+    with local_image.build_container(spec, profile) as container:
+        connection = {
+            "ansible_connection": "docker",
+            "ansible_host": container,
+            "ansible_become": False,
+            "ansible_python_interpreter": "/usr/bin/python3",
+        }
+        build = image_build_inventory(spec, inventory, profile, connection)
+        write_inventory(build, run_dir / "build-inventory")
+        local_image.copy_tar(container, converge_bundle.write_bundle)
+        settings = spec.bringup
+        outcome = run_playbook(
+            paths.playbook("image.yml"),
+            run_dir / "build-inventory" / "hosts.yml",
+            run_dir,
+            hosts=1,
+            tuning=tuning,
+            timeouts=Timeouts(settings.task_timeout_s, settings.connect_timeout_s),
+        )
+        if outcome.interrupted:
+            raise RunInterrupted(
+                f"the image build of {profile} was interrupted during "
+                f"{outcome.interrupted_during}; nothing was committed"
+            )
+        if not outcome.ok:
+            failure = outcome.failures[0] if outcome.failures else None
+            where = f"{failure.task}: {failure.message}" if failure else outcome.status
+            raise FlowError(
+                f"the image build of profile {profile} failed ({where}); nothing was committed. "
+                f"Ansible's log: {run_dir / 'artifacts'}"
+            )
+        manifest = ImageManifest(
+            cluster=spec.metadata.name,
+            profile=profile,
+            content_hash=digest,
+            tag=tag,
+            built_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            base=base,
+            roles=converge_bundle.role_digests(),
+            packages=local_image.installed_packages(container),
+        )
+        local_image.commit(container, tag, manifest.to_dict())
+        if archive:
+            # Bare metal: the same file system as the archive the PXE install unpacks.
+            name = f"{profile}-{digest[:12]}.tar.gz"
+            sha256, size = local_image.export_rootfs(container, images_dir(state) / name)
+            manifest = replace(manifest, archive=ImageArchive(name, sha256, size))
+    text = json.dumps(manifest.to_dict(), indent=2) + "\n"
+    atomic_write_text(run_dir / "image.json", text)
+    images_dir(state).mkdir(parents=True, exist_ok=True)
+    atomic_write_text(images_dir(state) / f"{profile}.json", text)
+    return manifest

@@ -1,0 +1,164 @@
+"""Image mode's converge: the node-side program against a stand-in Ansible, and the
+controller's folding of nodes' results into the runner's RunResult."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+import tarfile
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from myriad.bringup.flow import ClusterState
+from myriad.bringup.node_local import (
+    NodeResult,
+    archive_digest,
+    converge_nodes,
+    fold,
+    munge_key,
+)
+from myriad.provision import converge_node
+
+PROGRAM = Path(converge_node.__file__)
+
+
+def fake_ansible(home: Path, report: dict[str, object], code: int = 0) -> None:
+    """`python -m ansible.cli.playbook` that prints the json callback's document."""
+    cli = home / "lib" / "ansible" / "cli"
+    cli.mkdir(parents=True)
+    (home / "lib" / "ansible" / "__init__.py").write_text("")
+    (cli / "__init__.py").write_text("")
+    (cli / "playbook.py").write_text(
+        textwrap.dedent(
+            f"""
+            import json, os, sys
+            print("[WARNING]: a warning before the document", file=sys.stderr)
+            assert os.environ["ANSIBLE_STDOUT_CALLBACK"] == "ansible.posix.json"
+            assert "-i" in sys.argv and sys.argv[-1] == "@" + {str(home)!r} + "/seed/extravars.json"
+            print(json.dumps({report!r}))
+            sys.exit({code})
+            """
+        )
+    )
+
+
+def seed(home: Path) -> Path:
+    folder = home / "seed"
+    (folder / "inventory").mkdir(parents=True)
+    (folder / "inventory" / "hosts.yml").write_text("all: {}\n")
+    (folder / "seed.json").write_text(json.dumps({"node": "node07", "digest": "d1"}))
+    return folder
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    return tmp_path
+
+
+def test_a_clean_play_reports_its_counts_seed_and_cpu(home: Path) -> None:
+    stats = {"node07": {"ok": 40, "changed": 0, "failures": 0, "unreachable": 0, "skipped": 9}}
+    fake_ansible(home, {"plays": [], "stats": stats})
+    seed(home)
+    code, result = run_program_with_extra(home)
+    assert code == 0
+    assert result["status"] == "successful" and result["seed_digest"] == "d1"
+    assert result["stats"] == stats["node07"]
+    assert result["failures"] == []
+    assert isinstance(result["cpu_seconds"], float) and result["cpu_seconds"] >= 0
+
+
+def test_a_failed_task_comes_back_with_its_name_and_message(home: Path) -> None:
+    failed = {"failed": True, "msg": "No package matching 'slurmd' is available"}
+    report = {
+        "plays": [{"tasks": [{"task": {"name": "slurm : Install"}, "hosts": {"node07": failed}}]}],
+        "stats": {"node07": {"ok": 3, "changed": 1, "failures": 1, "unreachable": 0}},
+    }
+    fake_ansible(home, report, code=2)
+    seed(home)
+    code, result = run_program_with_extra(home)
+    assert code == 1 and result["status"] == "failed"
+    assert result["failures"] == [
+        {"task": "slurm : Install", "message": failed["msg"], "unreachable": False}
+    ]
+
+
+def test_no_seed_is_a_failure_that_says_where_it_looked(home: Path) -> None:
+    fake_ansible(home, {})
+    result = home / "r.json"
+    done = subprocess.run(
+        [sys.executable, str(PROGRAM), "--home", str(home), "--seed", str(home / "none"),
+         "--result", str(result)],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert "no seed at" in json.loads(result.read_text())["failures"][0]["message"]
+
+
+def run_program_with_extra(home: Path) -> tuple[int, dict[str, object]]:
+    # converge_node passes `-e @<seed>/extravars.json` last when it exists.
+    (home / "seed" / "extravars.json").write_text("{}")
+    result = home / "out" / "result.json"
+    done = subprocess.run(
+        [sys.executable, str(PROGRAM), "--home", str(home), "--seed", str(home / "seed"),
+         "--result", str(result)],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    return done.returncode, json.loads(result.read_text())
+
+
+def seed_archive_with(digest: str) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+        data = json.dumps({"node": "n", "digest": digest}).encode()
+        info = tarfile.TarInfo("seed.json")
+        info.size = len(data)
+        archive.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+def test_results_fold_into_the_runners_result(tmp_path: Path) -> None:
+    archives = {n: seed_archive_with(f"seed-{n}") for n in ("n1", "n2", "n3", "n4")}
+    assert archive_digest(archives["n2"]) == "seed-n2"
+    replies = {
+        "n1": {"status": "successful", "seed_digest": "seed-n1", "cpu_seconds": 5.0,
+               "stats": {"ok": 50, "changed": 0, "failures": 0, "unreachable": 0}},
+        "n2": {"status": "failed", "seed_digest": "seed-n2",
+               "stats": {"ok": 20, "changed": 2, "failures": 1, "unreachable": 0},
+               "failures": [{"task": "slurm : Start slurmd", "message": "exit 1\nmore"}]},
+        # A result of an earlier seed: the unit never ran this one.
+        "n3": {"status": "successful", "seed_digest": "seed-old", "stats": {}},
+    }  # fmt: skip
+
+    def transport(node: str, script: str, stdin: bytes, timeout: float) -> tuple[int, str, str]:
+        assert f"MYRIAD_SEED=seed-{node};" in script and stdin == archives[node]
+        if node == "n4":
+            return 1, "", "Error response from daemon: container is paused"
+        return 0, json.dumps(replies[node]), ""
+
+    outcome = converge_nodes(archives, transport, tmp_path, timeout_s=60)
+    assert outcome.status == "failed"
+    assert outcome.stats["n1"] == {"ok": 50, "changed": 0, "failures": 0, "dark": 0}
+    failures = {f.host: f for f in outcome.failures}
+    assert set(failures) == {"n2", "n3", "n4"}
+    assert (failures["n2"].task, failures["n2"].message) == ("slurm : Start slurmd", "exit 1")
+    assert "did not run this seed" in failures["n3"].message and failures["n3"].unreachable
+    assert "container is paused" in failures["n4"].message and failures["n4"].unreachable
+    assert outcome.changed_hosts == ("n2",)
+    assert json.loads((tmp_path / "results.json").read_text())["n1"]["cpu_seconds"] == 5.0
+
+
+def test_a_clean_fold_is_successful() -> None:
+    ok = {"status": "successful", "stats": {"ok": 1, "changed": 1, "unreachable": 0}}
+    outcome = fold([NodeResult("a", ok)], Path("/x"), 1.0)
+    assert outcome.ok and outcome.changed_hosts == ("a",)
+
+
+def test_the_munge_key_is_made_once_and_kept_private(tmp_path: Path) -> None:
+    state = ClusterState(tmp_path / "c")
+    key = munge_key(state)
+    assert len(key) == 1024 and munge_key(state) == key
+    assert (tmp_path / "c" / "secrets" / "munge.key").stat().st_mode & 0o777 == 0o600
