@@ -207,7 +207,9 @@ def read_settings(config: pulumi.Config, spec: Cluster, path: Path) -> StackSett
         pxe_root=pxe_root(source),
         replace=replace_tokens(PulumiConfig._typed(config.get_object, "replace")),
         state_dir=(
-            state_folder(source, spec.metadata.name) if spec.provider.kind == "baremetal" else None
+            state_folder(source, spec.metadata.name)
+            if spec.provider.kind in ("baremetal", "aws")
+            else None
         ),
     )
 

@@ -179,6 +179,16 @@ class FakeCloud(pulumi.runtime.Mocks):
             state["mountName"] = "abcdef01"
         elif args.typ == "aws:ec2/placementGroup:PlacementGroup":
             state["name"] = f"{args.name}-pg"
+        elif args.typ == "aws:imagebuilder/image:Image":
+            digest = hashlib.sha256(args.name.encode()).hexdigest()
+            state["outputResources"] = [
+                {"amis": [{"image": f"ami-{digest[:17]}", "region": "us-east-1"}]}
+            ]
+        elif args.typ in ("aws:s3/bucket:Bucket",):
+            state["bucket"] = f"{args.inputs.get('bucketPrefix', '')}{args.name}"
+            state["arn"] = f"arn:aws:s3:::{state['bucket']}"
+        elif args.typ.startswith("aws:imagebuilder/"):
+            state["arn"] = f"arn:aws:imagebuilder:us-east-1:123456789012:x/{args.name}/1.0.0/1"
         elif args.typ == "pulumi:pulumi:StackReference":
             state["outputs"] = {"network": self.shared_network}
         elif args.typ.endswith("myriad:BareMetalNode"):
