@@ -55,7 +55,9 @@ SEED_FOLDER = "seeds"
 SEED_DIR = "/var/lib/myriad/seed"
 CONVERGE_UNIT = "myriad-converge.service"
 # What the archive never overwrites: this install's identity, disk layout and first-boot
-# state (GNU tar patterns, unanchored, so `./etc/fstab` and `etc/fstab` both match).
+# state. GNU tar patterns, anchored (an unanchored `sys` would also drop every `.../sys/`
+# deep in the tree), each given as `p` and `./p`: anchored matching does not strip the `./`
+# that `tar -C root .` puts before every name.
 KEEP = (
     "etc/fstab",
     "etc/hostname",
@@ -177,13 +179,15 @@ def late_commands(node: str, install: ImageInstall) -> list[str]:
     """
     archive = f"{_WORK}/root.tar.gz"
     seed = f"{_WORK}/{node}.tar.gz"
-    excludes = " ".join(f"--exclude='{pattern}'" for pattern in KEEP)
+    excludes = " ".join(
+        f"--exclude='{prefix}{pattern}'" for pattern in KEEP for prefix in ("", "./")
+    )
     in_target = "curtin in-target --target=/target --"
     return [
         f"mkdir -p {_WORK} && {_CURL} -o {archive} {install.archive_url}",
         f"echo '{install.archive_sha256}  {archive}' | sha256sum -c -",
         f"tar -xzpf {archive} -C /target --numeric-owner --xattrs --xattrs-include='*' "
-        f"{excludes} && rm -f {archive}",
+        f"--anchored {excludes} && rm -f {archive}",
         f"{in_target} update-initramfs -u -k all",
         f"{in_target} update-grub",
         f"{in_target} systemctl enable {CONVERGE_UNIT}",

@@ -281,18 +281,25 @@ def _tarball(members: dict[str, bytes]) -> bytes:
     return buffer.getvalue()
 
 
-def test_the_digest_and_unpack_commands_do_what_they_say(tmp_path: Path) -> None:
-    """The late-commands' check and unpack, run by sh with a scratch folder for /target."""
-    data = _tarball(
-        {
-            "./etc/fstab": b"the build host's disks",
-            "./etc/hostname": b"buildhost",
-            "./etc/ssh/ssh_host_ed25519_key": b"the build host's key",
-            "./etc/ssh/sshd_config": b"# baked",
-            "./etc/netplan/50-cloud-init.yaml": b"network: {}",
-            "./usr/local/sbin/myriad-converge": b"#!/bin/sh",
-        }
-    )
+@pytest.mark.parametrize("prefix", ["./", ""])
+def test_the_digest_and_unpack_commands_do_what_they_say(tmp_path: Path, prefix: str) -> None:
+    """The late-commands' check and unpack, run by sh with a scratch folder for /target.
+
+    Archives name their members `./etc/...` (`tar -C root .`) or `etc/...`: both are kept.
+    """
+    members = {
+        "etc/fstab": b"the build host's disks",
+        "etc/hostname": b"buildhost",
+        "etc/ssh/ssh_host_ed25519_key": b"the build host's key",
+        "etc/ssh/sshd_config": b"# baked",
+        "etc/netplan/50-cloud-init.yaml": b"network: {}",
+        "dev/console": b"not a device",
+        "usr/local/sbin/myriad-converge": b"#!/bin/sh",
+        # Deep paths named like a kept one are the image's: they must arrive.
+        "usr/lib/python3/dist-packages/pkg/sys/module.py": b"# deep sys",
+        "usr/share/doc/pkg/etc/hosts": b"# an example",
+    }
+    data = _tarball({prefix + name: content for name, content in members.items()})
     work, target = tmp_path / "work", tmp_path / "target"
     work.mkdir()
     (target / "etc").mkdir(parents=True)
@@ -315,8 +322,10 @@ def test_the_digest_and_unpack_commands_do_what_they_say(tmp_path: Path) -> None
     assert (target / "usr/local/sbin/myriad-converge").read_bytes() == b"#!/bin/sh"
     assert (target / "etc/ssh/sshd_config").exists()
     assert (target / "etc/fstab").read_text() == "this install's disks"
-    for kept in ("etc/hostname", "etc/ssh/ssh_host_ed25519_key", "etc/netplan"):
+    for kept in ("etc/hostname", "etc/ssh/ssh_host_ed25519_key", "etc/netplan", "dev"):
         assert not (target / kept).exists(), kept
+    for deep in ("usr/lib/python3/dist-packages/pkg/sys/module.py", "usr/share/doc/pkg/etc/hosts"):
+        assert (target / deep).read_bytes() == members[deep], deep
     assert not (work / "root.tar.gz").exists()
 
 
