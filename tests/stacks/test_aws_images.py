@@ -72,15 +72,17 @@ def make_state(root: Path, record: ImageManifest | None = None) -> Path:
     return state
 
 
-def build_stack(spec: Cluster, state: Path | None) -> Built:
-    extra = {"myriad:stateDir": str(state)} if state is not None else {}
+def build_stack(
+    spec: Cluster, state: Path | None, extra: dict[str, Any] | None = None, **harness: Any
+) -> Built:
+    extra = {**({"myriad:stateDir": str(state)} if state is not None else {}), **(extra or {})}
 
     def body() -> dict[str, Any]:
         settings = read_settings(pulumi.Config("myriad"), spec, AWS_DEV)
         result = build(spec, settings)
         return {"nodes": result.nodes, **result.outputs}
 
-    return run_program(body, config={**stack_config("aws-dev"), **extra})
+    return run_program(body, config={**stack_config("aws-dev"), **extra}, **harness)
 
 
 @pytest.fixture(scope="module")
@@ -275,3 +277,35 @@ def test_the_seed_fetcher_is_valid_shell_and_its_digest_file_checks(tmp_path: Pa
         ["sha256sum", "-c", "seed.tar.gz.sha256"], cwd=tmp_path, capture_output=True, check=False
     )
     assert checked.returncode != 0
+
+
+def test_an_island_stack_launches_from_the_shared_stacks_image(state: Path) -> None:
+    def islands(data: dict[str, Any]) -> None:
+        data["bringup"] = {"mode": "image"}
+        data["provider"]["stack_per_island"] = True
+        data["pools"][2]["count"] = 40
+        data["network"]["topology"]["island_nodes"] = 16
+
+    shared = {
+        "vpc_id": "vpc-shared",
+        "public_subnet_id": "subnet-public",
+        "private_subnet_id": "subnet-private",
+        "security_group_id": "sg-shared",
+        "instance_profile": "aws-dev-node-profile",
+    }
+    built = build_stack(
+        spec_with(AWS_DEV, edit=islands),
+        state,
+        extra={"myriad:island": 0, "myriad:sharedStack": "acme/myriad/aws-dev"},
+        shared_network=shared,
+        shared_images={"amis": {"p5-node": "ami-0shared0000000000"}, "bucket": "shared-bucket"},
+    )
+    # The shared stack builds the images; an island stack only launches from them.
+    assert not [r for r in built.resources if "imagebuilder" in r.type]
+    (template,) = built.of_type("launchTemplate:LaunchTemplate")
+    assert template.inputs["imageId"] == "ami-0shared0000000000"
+    document = yaml.safe_load(base64.b64decode(template.inputs["userData"]))
+    (program,) = [f for f in document["write_files"] if f["path"].endswith("myriad-seed-fetch")]
+    assert '"s3://shared-bucket/seeds/$id$suffix"' in program["content"]
+    (seed,) = [r for r in built.of_type("BucketObjectv2") if r.name == "aws-dev-gpu01-seed"]
+    assert seed.inputs["bucket"] == "shared-bucket"
