@@ -32,6 +32,7 @@ import ipaddress
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pulumi
@@ -40,6 +41,15 @@ import yaml
 
 from myriad.plan.nodes import NodeRecord
 from myriad.spec.models import Cluster, Pool
+from stacks.aws_images import (
+    AwsImages,
+    AwsImagesArgs,
+    SeedSource,
+    image_refs_from_stack,
+    load_kits,
+    seed_cloud_config,
+    upload_seed,
+)
 from stacks.aws_preflight import AwsLookups, Preflight, PulumiLookups, Reservation, preflight
 from stacks.instance_types import InstanceType, check_overrides, instance_type
 from stacks.interface import ProviderResult, StackError, all_records, node_record
@@ -287,12 +297,13 @@ class AwsNetwork(pulumi.ComponentResource):
         self.private_subnet_id = private.id
         self.security_group_id = group.id
         self.instance_profile = profile.name
+        self.node_role = role.name
         self.register_outputs(self.refs().as_output())
 
     def tags(self, name: str) -> dict[str, str]:
         return cluster_tags(self.args.cluster, Name=f"{self.args.cluster}-{name}")
 
-    def add_nat(self, after: Sequence[pulumi.Resource]) -> None:
+    def add_nat(self, after: Sequence[pulumi.Resource]) -> aws.ec2.Route:
         """The NAT gateway, its address and the private default route, after `after`."""
         c = self.args.cluster
         nat_ip = aws.ec2.Eip(
@@ -308,7 +319,7 @@ class AwsNetwork(pulumi.ComponentResource):
             tags=self.tags("nat"),
             opts=pulumi.ResourceOptions(parent=self),
         )
-        aws.ec2.Route(
+        return aws.ec2.Route(
             f"{c}-private-default",
             route_table_id=self.private_routes.id,
             destination_cidr_block="0.0.0.0/0",
@@ -367,12 +378,18 @@ class NetworkRefs:
 
 
 def user_data(
-    cluster: str, ssh_keys: Sequence[str], node: NodeRecord | None = None, pool: str = ""
+    cluster: str,
+    ssh_keys: Sequence[str],
+    node: NodeRecord | None = None,
+    pool: str = "",
+    seed: tuple[str, str] | None = None,
 ) -> str:
     """cloud-init: the node's (or, for a fleet, the pool's) identity and keys; never secrets.
 
     A fleet launches identical instances, so island nodes carry no host name here: the stack
     names them (by instance ID order, see `fleet_records`) and the bring-up sets the name.
+    `seed` (image mode: the bucket and region) adds the unit that fetches the node's seed and
+    starts myriad-converge (stacks/aws_images.py).
     """
     identity: dict[str, Any] = {"cluster": cluster}
     document: dict[str, Any] = {}
@@ -390,6 +407,10 @@ def user_data(
     ]
     if ssh_keys:
         document["ssh_authorized_keys"] = list(ssh_keys)
+    if seed is not None:
+        fetch = seed_cloud_config(*seed)
+        document["write_files"] += fetch["write_files"]
+        document["runcmd"] = fetch["runcmd"]
     return "#cloud-config\n" + yaml.safe_dump(document, sort_keys=True)
 
 
@@ -490,7 +511,8 @@ class AwsNodePoolArgs:
     pool: Pool
     nodes: tuple[NodeRecord, ...]
     instance: InstanceType
-    image: tuple[str, str]
+    # The AMI (an SSM reference, or image mode's built AMI ID) and its root device.
+    image: tuple[pulumi.Input[str], str]
     root_volume_gib: int
     subnet_id: pulumi.Input[str]
     security_group_id: pulumi.Input[str]
@@ -504,6 +526,8 @@ class AwsNodePoolArgs:
     protect: bool = True
     depends_on: tuple[pulumi.Resource, ...] = ()
     public_depends_on: tuple[pulumi.Resource, ...] = ()
+    # Image mode: where the pool's nodes fetch their seeds.
+    seed: SeedSource | None = None
 
 
 class AwsNodePool(pulumi.ComponentResource):
@@ -550,9 +574,7 @@ class AwsNodePool(pulumi.ComponentResource):
         )
         # A fleet cannot pass per-instance user data, so the template carries the pool's.
         data = (
-            base64.b64encode(
-                user_data(args.cluster, args.ssh_authorized_keys, pool=args.pool.name).encode()
-            ).decode()
+            self._user_data(None).apply(lambda text: base64.b64encode(text.encode()).decode())
             if island is not None
             else None
         )
@@ -595,6 +617,21 @@ class AwsNodePool(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self),
             **capacity,
         )
+
+    def _user_data(self, node: NodeRecord | None) -> pulumi.Output[str]:
+        args = self.args
+        keys, pool = args.ssh_authorized_keys, args.pool.name
+        if args.seed is None:
+            return pulumi.Output.from_input(user_data(args.cluster, keys, node, pool=pool))
+        region = args.seed.region
+        return pulumi.Output.from_input(args.seed.bucket).apply(
+            lambda bucket: user_data(args.cluster, keys, node, pool=pool, seed=(bucket, region))
+        )
+
+    def _seed(self, node: NodeRecord, instance_id: pulumi.Input[str]) -> None:
+        if self.args.seed is not None:
+            name = f"{self.args.cluster}-{node.name}"
+            upload_seed(name, node.name, instance_id, self.args.seed, parent=self)
 
     def _guarded(
         self, trigger: str | None, depends_on: Sequence[pulumi.Resource]
@@ -646,6 +683,7 @@ class AwsNodePool(pulumi.ComponentResource):
         )
         for index, node in enumerate(nodes):
             instance_id: pulumi.Output[str] = ids.apply(_pick(index))
+            self._seed(node, instance_id)
             address: pulumi.Output[str] = instance_id.apply(_private_ip_in(args.region))
             self.records.append(
                 node_record(
@@ -670,7 +708,7 @@ class AwsNodePool(pulumi.ComponentResource):
                 id=template.id, version=template.latest_version.apply(str)
             ),
             iam_instance_profile=args.instance_profile,
-            user_data=user_data(c, args.ssh_authorized_keys, node),
+            user_data=self._user_data(node),
             user_data_replace_on_change=False,
             tags=tags,
             volume_tags=tags,
@@ -679,6 +717,7 @@ class AwsNodePool(pulumi.ComponentResource):
                 **self._guarded(args.replace.get(node.name), args.depends_on),
             ),
         )
+        self._seed(node, instance.id)
         public_address: pulumi.Input[str] | None = None
         if args.public:
             address = aws.ec2.Eip(
@@ -842,20 +881,63 @@ class AwsCluster(pulumi.ComponentResource):
         }
         capacity = self._capacity(c, spec, checked.reservation) if island_numbers else Capacity()
 
+        def base_image(profile: str) -> tuple[str, str]:
+            gpu = spec.profiles[profile].gpu is not None
+            images = DLAMI_IMAGES if provider.image == "dlami" and gpu else IMAGES
+            return images[spec.software.os]
+
+        # Image mode: the profiles with a build kit start from their own AMI
+        # (stacks/aws_images.py). The build needs the NAT gateway, so it comes first then.
+        kits = load_kits(spec, settings.state_dir / "images") if settings.state_dir else {}
+        amis: Mapping[str, pulumi.Input[str]] = {}
+        seed_bucket: pulumi.Input[str] | None = None
+        nat_done = False
+        self.images: dict[str, pulumi.Input[Any]] | None = None
+        if kits and network is not None:
+            route = network.add_nat(after=[])
+            nat_done = True
+            images = AwsImages(
+                f"{c}-images",
+                AwsImagesArgs(
+                    cluster=c,
+                    region=region,
+                    kits=kits,
+                    images_dir=settings.state_dir / "images" if settings.state_dir else Path(),
+                    bases={profile: base_image(profile) for profile in kits},
+                    root_volume_gib=provider.root_volume_gib,
+                    subnet_id=self.network.private_subnet_id,
+                    security_group_id=self.network.security_group_id,
+                    node_role=network.node_role,
+                    depends_on=(route,),
+                ),
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            amis, seed_bucket = images.amis, images.bucket
+            self.images = {"amis": images.amis, "bucket": images.bucket}
+        elif kits:
+            assert settings.shared_stack is not None  # AwsClusterArgs.checked requires it
+            shared_amis, seed_bucket = image_refs_from_stack(settings.shared_stack)
+            amis = {profile: shared_amis.apply(_ami_of(profile)) for profile in kits}
+        seeds_dir = settings.state_dir / "seeds" if settings.state_dir else None
+
         def pool_args(
             pool_name: str, nodes: tuple[NodeRecord, ...], **extra: Any
         ) -> AwsNodePoolArgs:
             pool = pools[pool_name]
             public = pool.role == "login"
-            gpu = spec.profiles[pool.profile].gpu is not None
-            images = DLAMI_IMAGES if provider.image == "dlami" and gpu else IMAGES
+            image: tuple[pulumi.Input[str], str] = base_image(pool.profile)
+            seed = None
+            if pool.profile in amis and seed_bucket is not None:
+                image = (amis[pool.profile], image[1])
+                seed = SeedSource(seed_bucket, region, seeds_dir)
             return AwsNodePoolArgs(
                 cluster=c,
                 region=region,
                 pool=pool,
                 nodes=nodes,
                 instance=args.types[pool_name],
-                image=images[spec.software.os],
+                image=image,
+                seed=seed,
                 root_volume_gib=provider.root_volume_gib,
                 subnet_id=(
                     self.network.public_subnet_id if public else self.network.private_subnet_id
@@ -887,7 +969,7 @@ class AwsCluster(pulumi.ComponentResource):
                 fleets.extend(node_pool.fleets)
                 self.records.extend(node_pool.records)
         self.storage = None
-        if network is not None:
+        if network is not None and not nat_done:
             network.add_nat(after=fleets)
             if spec.storage.kind == "fsx-lustre":
                 self.storage = self._fsx(c, spec, after=fleets)
@@ -961,6 +1043,15 @@ class AwsCluster(pulumi.ComponentResource):
         }
 
 
+def _ami_of(profile: str) -> Callable[[Mapping[str, str]], str]:
+    def pick(amis: Mapping[str, str]) -> str:
+        if profile not in amis:
+            raise StackError(f"the shared stack built no image of profile {profile}; run it first")
+        return amis[profile]
+
+    return pick
+
+
 def _nodes_by_pool(scope: StackScope) -> dict[str, tuple[NodeRecord, ...]]:
     grouped: dict[str, list[NodeRecord]] = {}
     for node in scope.nodes:
@@ -995,4 +1086,6 @@ def build(
         outputs["network"] = cluster.network.as_output()
     if cluster.storage is not None:
         outputs["storage"] = cluster.storage
+    if cluster.images is not None:
+        outputs["images"] = cluster.images
     return ProviderResult(nodes=all_records(cluster.records), outputs=outputs)

@@ -23,6 +23,7 @@ from myriad.provision.redfish import SECRET_KEYS, RedfishNodeProvider, bmc_base_
 from myriad.spec.models import BareMetalHost, BareMetalOptions, Cluster
 from stacks.interface import ProviderResult, StackError, all_records, node_record
 from stacks.pxe import HostEntry, bundle_digest, hosts_for, options, render_pxe
+from stacks.pxe_images import load_images
 from stacks.settings import NAMESPACE, StackSettings, spec_source
 from stacks.sharding import StackScope
 
@@ -181,7 +182,9 @@ def build(spec: Cluster, scope: StackScope, settings: StackSettings) -> Provider
     if settings.pxe is None:
         raise StackError(f"the PXE settings ({NAMESPACE}:pxeServer and others) were not read")
     # The whole bundle is rendered, not just this stack's part: it is one PXE server's config.
-    pxe = render_pxe(spec, settings.pxe, source=spec_source(settings.spec_path))
+    # In image mode, the image records decide which nodes install an image (stacks/pxe_images.py).
+    images = load_images(spec, settings.state_dir / "images") if settings.state_dir else {}
+    pxe = render_pxe(spec, settings.pxe, source=spec_source(settings.spec_path), images=images)
     entries = tuple(hosts_for(spec, scope.nodes))
     cluster = BareMetalCluster(
         f"{spec.metadata.name}-{scope.label}",

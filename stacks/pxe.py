@@ -26,12 +26,20 @@ import jinja2
 
 from myriad.errors import MyriadError
 from myriad.fsutil import atomic_write_text
+from myriad.plan.node_images import ImageManifest
 from myriad.plan.nodes import NodeRecord, iter_nodes
 from myriad.provision.pxe_state import HOSTS_FILE, installer_path
 from myriad.provision.redfish import ssh_banner_marker
 from myriad.spec import SpecError, load_spec
 from myriad.spec.models import BareMetalHost, BareMetalOptions, Cluster, OsDisk
 from stacks.interface import StackError
+from stacks.pxe_images import (
+    installs_for,
+    late_commands,
+    load_images,
+    publish_archives,
+    publish_seeds,
+)
 from stacks.settings import (
     PROJECT_ROOT,
     PxeSettings,
@@ -39,6 +47,7 @@ from stacks.settings import (
     pxe_settings,
     spec_path,
     spec_source,
+    state_folder,
 )
 
 TEMPLATES = PROJECT_ROOT / "templates" / "pxe"
@@ -204,14 +213,28 @@ def _environment() -> jinja2.Environment:
     )
 
 
-def render_pxe(spec: Cluster, settings: PxeSettings, *, source: str) -> dict[str, str]:
-    """Relative path → file content for the whole cluster (one PXE server serves every stack)."""
+def render_pxe(
+    spec: Cluster,
+    settings: PxeSettings,
+    *,
+    source: str,
+    images: Mapping[str, ImageManifest] | None = None,
+) -> dict[str, str]:
+    """Relative path → file content for the whole cluster (one PXE server serves every stack).
+
+    `images` (profile → image record, `stacks.pxe_images.load_images`): in image mode, the
+    nodes of a profile with an archive install it after the stock install (see
+    stacks/pxe_images.py); without it, or in push mode, every node gets the stock install.
+    """
     if spec.software.os not in PXE_OS:
         raise StackError(
             f"software.os {spec.software.os} cannot be installed over PXE by Myriad: its "
             f"templates drive Ubuntu's autoinstall ({', '.join(PXE_OS)})"
         )
     entries = hosts_for(spec, list(iter_nodes(spec)))
+    installs = installs_for(
+        spec, (entry.node for entry in entries), images or {}, settings.http_base
+    )
     env = _environment()
     network = ipaddress.ip_network(spec.network.addressing.management)
     assert isinstance(network, ipaddress.IPv4Network)  # the spec's Cidr is IPv4 only
@@ -266,6 +289,10 @@ def render_pxe(spec: Cluster, settings: PxeSettings, *, source: str) -> dict[str
             "storage": storage,
             "callback": f"{http}/installed/{node.name}",
             "node_json": json.dumps(identity, sort_keys=True) + "\n",
+            "image": installs.get(node.name),
+            "image_commands": (
+                late_commands(node.name, installs[node.name]) if node.name in installs else []
+            ),
         }
         files[installer_path(host.mac)] = env.get_template("node.ipxe.j2").render(**per_node)
         folder = f"http/nodes/{node.name}"
@@ -295,6 +322,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     which.add_argument("--stack", metavar="ENV", help="read Pulumi.ENV.yaml of this project")
     which.add_argument("--stack-file", type=Path, metavar="FILE", help="read this stack file")
     parser.add_argument("--out", required=True, type=Path, metavar="DIR")
+    parser.add_argument(
+        "--state",
+        type=Path,
+        metavar="DIR",
+        help="the cluster's state folder, for image mode's image records and seeds "
+        "(default: myriad:stateDir, else Myriad's state folder of the spec's cluster)",
+    )
     args = parser.parse_args(argv)
     stack_file = args.stack_file or PROJECT_ROOT / f"Pulumi.{args.stack}.yaml"
     try:
@@ -303,16 +337,47 @@ def main(argv: Sequence[str] | None = None) -> int:
         spec = load_spec(path).spec
         if spec.provider.kind != "baremetal":
             raise StackError(f"{stack_file} is a {spec.provider.kind} stack, not baremetal")
-        files = render_pxe(spec, pxe_settings(config, spec), source=spec_source(path))
+        state = args.state or state_folder(config, spec.metadata.name)
+        images = load_images(spec, state / "images")
+        settings = pxe_settings(config, spec)
+        files = render_pxe(spec, settings, source=spec_source(path), images=images)
         write_bundle(files, args.out)
+        notes = publish_images(spec, images, state, args.out, settings.http_base)
     except SpecError as exc:
         print(exc.render(), file=sys.stderr)
         return exc.exit_code
     except MyriadError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
     print(f"{len(files)} files in {args.out} (sha256 {bundle_digest(files)})")
     return 0
+
+
+def publish_images(
+    spec: Cluster, images: Mapping[str, ImageManifest], state: Path, out: Path, http: str
+) -> list[str]:
+    """Image mode: the archives and the seeds beside the bundle; what an operator should know."""
+    if not images:
+        return []
+    publish_archives(images, state / "images", out)
+    installs = installs_for(spec, iter_nodes(spec), images, http)
+    notes = [
+        f"profile {profile} has no image archive in {state / 'images'}: its nodes get the "
+        f"stock install (`myriad image build --profile {profile}` builds one)"
+        for profile in sorted({pool.profile for pool in spec.pools} - set(images))
+    ]
+    missing = publish_seeds(state / "seeds", sorted(installs), out)
+    if missing:
+        shown = ", ".join(missing[:8]) + (
+            f" and {len(missing) - 8} more" if len(missing) > 8 else ""
+        )
+        notes.append(
+            f"no seed in {state / 'seeds'} for {shown}: their installs stop at the seed step "
+            "until the controller writes one and this command runs again"
+        )
+    return notes
 
 
 if __name__ == "__main__":

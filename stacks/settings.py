@@ -162,6 +162,8 @@ class StackSettings:
     pxe_root: str = "/srv/myriad-pxe"
     # aws: node name (or island-<n>) -> token; a new token replaces that node (or island).
     replace: Mapping[str, str] = field(default_factory=dict)
+    # baremetal, image mode: the cluster's state folder (its images/ and seeds/).
+    state_dir: Path | None = None
 
 
 def spec_path(source: ConfigSource) -> Path:
@@ -204,7 +206,25 @@ def read_settings(config: pulumi.Config, spec: Cluster, path: Path) -> StackSett
         pxe=pxe_settings(source, spec) if spec.provider.kind == "baremetal" else None,
         pxe_root=pxe_root(source),
         replace=replace_tokens(PulumiConfig._typed(config.get_object, "replace")),
+        state_dir=(
+            state_folder(source, spec.metadata.name)
+            if spec.provider.kind in ("baremetal", "aws")
+            else None
+        ),
     )
+
+
+def state_folder(source: ConfigSource, cluster: str) -> Path:
+    """`myriad:stateDir`, else Myriad's state folder of `cluster` (nothing is created)."""
+    value = source.get_str("stateDir")
+    if value:
+        if not Path(value).is_absolute():
+            raise StackError(f"{NAMESPACE}:stateDir must be an absolute path, not {value!r}")
+        return Path(value)
+    # Deferred: only image mode reads the state folder, and only this needs the bring-up.
+    from myriad.bringup.flow import state_base
+
+    return state_base() / cluster
 
 
 def replace_tokens(value: Any) -> dict[str, str]:

@@ -147,8 +147,10 @@ class FakeCloud(pulumi.runtime.Mocks):
         self,
         shared_network: Mapping[str, str] | None = None,
         calls: Mapping[str, CallAnswer] | None = None,
+        shared_images: Mapping[str, Any] | None = None,
     ) -> None:
         self.shared_network = dict(shared_network or {})
+        self.shared_images = dict(shared_images or {})
         self.calls = {**AWS_ACCOUNT, **(calls or {})}
         self.invoked: list[tuple[str, dict[str, Any]]] = []
 
@@ -179,8 +181,20 @@ class FakeCloud(pulumi.runtime.Mocks):
             state["mountName"] = "abcdef01"
         elif args.typ == "aws:ec2/placementGroup:PlacementGroup":
             state["name"] = f"{args.name}-pg"
+        elif args.typ == "aws:imagebuilder/image:Image":
+            digest = hashlib.sha256(args.name.encode()).hexdigest()
+            state["outputResources"] = [
+                {"amis": [{"image": f"ami-{digest[:17]}", "region": "us-east-1"}]}
+            ]
+        elif args.typ in ("aws:s3/bucket:Bucket",):
+            state["bucket"] = f"{args.inputs.get('bucketPrefix', '')}{args.name}"
+            state["arn"] = f"arn:aws:s3:::{state['bucket']}"
+        elif args.typ.startswith("aws:imagebuilder/"):
+            state["arn"] = f"arn:aws:imagebuilder:us-east-1:123456789012:x/{args.name}/1.0.0/1"
         elif args.typ == "pulumi:pulumi:StackReference":
             state["outputs"] = {"network": self.shared_network}
+            if self.shared_images:
+                state["outputs"]["images"] = self.shared_images
         elif args.typ.endswith("myriad:BareMetalNode"):
             state.update(
                 system_path="/redfish/v1/Systems/1",
@@ -227,13 +241,14 @@ def run_program(
     shared_network: Mapping[str, str] | None = None,
     calls: Mapping[str, CallAnswer] | None = None,
     monitor_out: list[RecordingMonitor] | None = None,
+    shared_images: Mapping[str, Any] | None = None,
 ) -> Built:
     """Run `body` as a Pulumi program under mocks; it returns a dict of outputs to resolve."""
     pulumi.runtime.set_all_config(
         {k: v if isinstance(v, str) else json.dumps(v) for k, v in (config or {}).items()},
         list(secret_keys),
     )
-    cloud = FakeCloud(shared_network, calls)
+    cloud = FakeCloud(shared_network, calls, shared_images)
     monitor = RecordingMonitor(cloud)
     if monitor_out is not None:
         monitor_out.append(monitor)

@@ -43,6 +43,10 @@ class ImageManifest:
     # Debian package name → installed version, as dpkg reports them after the build.
     packages: Mapping[str, str] = field(default_factory=dict)
     archive: ImageArchive | None = None
+    # AWS: the build kit the stack uploads and its Image Builder component applies (see
+    # stacks/aws_images.py): a tar.gz rooted at `/` with the converge bundle under /opt/myriad
+    # and the build inventory under /opt/myriad/image-build/.
+    kit: ImageArchive | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -68,4 +72,11 @@ class ImageManifest:
             roles={str(k): str(v) for k, v in dict(data.get("roles") or {}).items()},
             packages={str(k): str(v) for k, v in dict(data.get("packages") or {}).items()},
             archive=image_archive,
+            kit=_archive(data.get("kit")),
         )
+
+
+def _archive(data: Mapping[str, Any] | None) -> ImageArchive | None:
+    if data is None:
+        return None
+    return ImageArchive(str(data["file"]), str(data["sha256"]), int(data["bytes"]))

@@ -5,6 +5,8 @@
 GET serves files under `<root>/http` (iPXE scripts, autoinstall user-data, the OS images);
 `POST /installed/<name>` is what a node's autoinstall late-command sends when its install is
 done: the node is then no longer flagged, so its next network boot goes to the local disk.
+`/seeds/<name>.tar.gz` (image mode: the node's seed, with the munge key) and its `.sha256` go
+only to `<name>`'s own address, as `hosts.json` lists it.
 Any web server can serve `http/`; only the callback needs this one (without it, the
 provisioning wait clears each flag when the installed system answers on SSH).
 """
@@ -27,6 +29,7 @@ from myriad.provision.pxe_state import PxeState
 logger = logging.getLogger(__name__)
 logger.addHandler(logging.NullHandler())
 _CALLBACK = re.compile(r"^/installed/([A-Za-z0-9._-]+)$")
+_SEED = re.compile(r"^/seeds/([A-Za-z0-9._-]+?)\.tar\.gz(\.sha256)?$")
 
 
 class PxeRequestHandler(http.server.SimpleHTTPRequestHandler):
@@ -37,6 +40,35 @@ class PxeRequestHandler(http.server.SimpleHTTPRequestHandler):
     def __init__(self, *args: Any, state: PxeState, **kwargs: Any) -> None:
         self.state = state
         super().__init__(*args, directory=str(state.root / "http"), **kwargs)
+
+    def do_GET(self) -> None:  # the handler's method name
+        if self._seed_allowed():
+            super().do_GET()
+
+    def do_HEAD(self) -> None:  # the handler's method name
+        if self._seed_allowed():
+            super().do_HEAD()
+
+    def _seed_allowed(self) -> bool:
+        """False (the answer sent) for a seed asked by anyone but its node; True otherwise."""
+        path = self.path.split("?", 1)[0]
+        if not path.startswith("/seeds/"):
+            return True
+        match = _SEED.match(path)
+        if match is None:
+            self.send_error(404, "only /seeds/<name>.tar.gz and its .sha256")
+            return False
+        name, client = match.group(1), self.client_address[0]
+        try:
+            entry = self.state.hosts().get(name)
+        except PxeStateError as exc:
+            self.send_error(500, str(exc))
+            return False
+        if not isinstance(entry, dict) or entry.get("address") != client:
+            logger.warning("refused %s's seed to %s", name, client)
+            self.send_error(403, f"{name}'s seed goes to {name}'s own address only")
+            return False
+        return True
 
     def do_POST(self) -> None:  # the handler's method name
         match = _CALLBACK.match(self.path.split("?", 1)[0])
