@@ -181,6 +181,21 @@ def _health_documents(args: argparse.Namespace) -> None:
     )
 
 
+def _cmd_image_build(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from myriad.bringup.images import image_build
+    from myriad.views.progress import Phases
+
+    return image_build(
+        args.spec,
+        out,
+        reporter=Phases(out),
+        profiles=args.profile or (),
+        force=args.force,
+        wait_s=args.wait,
+        tuning=_tuning(args),
+    )
+
+
 def _cmd_health(args: argparse.Namespace, out: Console, err: Console) -> int:
     from myriad.health.view import run_health
 
@@ -545,6 +560,28 @@ def build_parser() -> argparse.ArgumentParser:
         help="do not run the tiny Slurm job on each compute node (check slurm.job)",
     )
     validate.set_defaults(handler=_cmd_validate)
+
+    image = commands.add_parser(
+        "image", help="node images per profile, built by the roles' image phase (image mode)"
+    )
+    image_commands = image.add_subparsers(dest="image_command", required=True)
+    image_build = image_commands.add_parser(
+        "build",
+        help="build each profile's image where its inputs changed (local: a Docker image; "
+        "bare metal: also its root file system archive; AWS: the Image Builder kit)",
+    )
+    image_build.add_argument("spec", type=Path, help="the cluster.yaml")
+    image_build.add_argument(
+        "--profile", action="append", metavar="P", help="only this profile (repeatable)"
+    )
+    image_build.add_argument("--force", action="store_true", help="rebuild even if current")
+    image_build.add_argument(
+        "--wait", type=float, default=0.0, metavar="S",
+        help="wait up to S seconds for another run on this cluster to finish",
+    )  # fmt: skip
+    image_build.add_argument("--no-mitogen", action="store_true", help=argparse.SUPPRESS)
+    image_build.add_argument("--ansible-defaults", action="store_true", help=argparse.SUPPRESS)
+    image_build.set_defaults(handler=_cmd_image_build)
 
     health = commands.add_parser(
         "health", help="node health: drained nodes, by whom, failing checks, stale runs"

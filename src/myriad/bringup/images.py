@@ -17,8 +17,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from rich.console import Console
+from rich.table import Table
+
 from myriad import paths
-from myriad.bringup.flow import ClusterState
+from myriad.bringup.flow import ClusterState, cluster_state, planned
+from myriad.bringup.lock import hold_cluster_lock
 from myriad.bringup.reporting import Reporter
 from myriad.errors import FlowError, RunInterrupted
 from myriad.fsutil import atomic_write_text
@@ -30,7 +34,7 @@ from myriad.render.image_inventory import (
     image_build_inventory,
     profiles_in_use,
 )
-from myriad.render.inventory import Inventory
+from myriad.render.inventory import Inventory, build_inventory
 from myriad.render.writer import write_inventory
 from myriad.runner import TUNED, Timeouts, Tuning, new_run_dir, run_playbook
 
@@ -182,3 +186,89 @@ def _build(
     images_dir(state).mkdir(parents=True, exist_ok=True)
     atomic_write_text(images_dir(state) / f"{profile}.json", text)
     return manifest
+
+
+def build_kit(
+    result: PlanResult, inventory: Inventory, state: ClusterState, profile: str
+) -> ImageOutcome:
+    """AWS: no image is built here. The kit — the bundle and the build inventory (connection
+    local) rooted at `/` — is what the stack's Image Builder component unpacks and applies on
+    the build instance (stacks/aws_images.py); its record names the kit by digest."""
+    spec = result.loaded.spec
+    start = time.monotonic()
+    local_connection = {
+        "ansible_connection": "local",
+        "ansible_python_interpreter": "/usr/bin/python3",
+    }
+    build = image_build_inventory(spec, inventory, profile, local_connection)
+    base = f"aws:{spec.software.os}"
+    digest = content_hash(base, converge_bundle.bundle_digest(), build_inputs_digest(build))
+    current = current_manifest(state, profile)
+    name = f"{profile}-{digest[:12]}.kit.tar.gz"
+    folder = images_dir(state)
+    if current is not None and current.content_hash == digest and (folder / name).is_file():
+        return ImageOutcome(current, False, time.monotonic() - start)
+    folder.mkdir(parents=True, exist_ok=True)
+    run_dir = new_run_dir(state.root, f"image-{profile}")
+    write_inventory(build, run_dir / "build-inventory")
+    sha256, size = converge_bundle.write_kit(folder / name, run_dir / "build-inventory")
+    manifest = ImageManifest(
+        cluster=spec.metadata.name,
+        profile=profile,
+        content_hash=digest,
+        tag=f"myriad-{spec.metadata.name}-{profile}-{digest[:12]}",
+        built_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        base=base,
+        roles=converge_bundle.role_digests(),
+        kit=ImageArchive(name, sha256, size),
+    )
+    text = json.dumps(manifest.to_dict(), indent=2) + "\n"
+    atomic_write_text(run_dir / "image.json", text)
+    atomic_write_text(folder / f"{profile}.json", text)
+    return ImageOutcome(manifest, True, time.monotonic() - start)
+
+
+def image_build(
+    spec_path: Path,
+    console: Console,
+    *,
+    reporter: Reporter,
+    profiles: Sequence[str] = (),
+    force: bool = False,
+    wait_s: float = 0.0,
+    tuning: Tuning = TUNED,
+) -> int:
+    """`myriad image build`: local → a Docker image; bare metal → that image's root file
+    system as an archive too; AWS → the kit its Image Builder applies."""
+    result = planned(spec_path)
+    spec = result.loaded.spec
+    plan = result.usable_plan()
+    state = cluster_state(spec.metadata.name)
+    state.check()
+    inventory = build_inventory(spec, result.loaded.catalog, plan)
+    kind = spec.provider.kind
+    with hold_cluster_lock(state, "image build", wait_s=wait_s):
+        if kind == "aws":
+            wanted = list(profiles) or profiles_in_use(spec)
+            outcomes = {p: build_kit(result, inventory, state, p) for p in wanted}
+        else:
+            archive = kind == "baremetal"
+            outcomes = build_images(result, inventory, state, reporter, profiles=profiles,
+                                    force=force, archive=archive, tuning=tuning)  # fmt: skip
+    table = Table(title=f"Node images of {spec.metadata.name}", title_justify="left")
+    for column in ("profile", "image", "content hash", "this run", "packages", "file"):
+        table.add_column(column)
+    for profile, outcome in outcomes.items():
+        manifest = outcome.manifest
+        carried = manifest.archive or manifest.kit
+        table.add_row(
+            profile,
+            manifest.tag,
+            manifest.content_hash[:12],
+            f"built ({outcome.seconds:.0f} s)" if outcome.built else "current, not rebuilt",
+            str(len(manifest.packages)) if manifest.packages else "-",
+            str(images_dir(state) / carried.file) if carried else "-",
+        )
+    console.print(table)
+    console.print(f"records: {images_dir(state)}/<profile>.json")
+    return 0

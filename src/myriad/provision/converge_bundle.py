@@ -9,6 +9,7 @@ change to any of it changes the bundle's digest, and with it the image's content
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import importlib.metadata
 import io
@@ -147,13 +148,39 @@ def role_digests() -> dict[str, str]:
 def write_bundle(out: IO[bytes]) -> None:
     """The bundle as a tar stream rooted at `/` (for `docker cp -` or a chroot's tar -x)."""
     with tarfile.open(fileobj=out, mode="w|") as archive:
-        for arcname, path in [*project_members(), *library_members()]:
-            archive.add(path, arcname=f"{HOME.lstrip('/')}/{arcname}", recursive=False)
-        _add_bytes(archive, CONVERGE_PROGRAM.lstrip("/"), converge_program(), 0o755)
-        _add_bytes(archive, CONVERGE_UNIT.lstrip("/"), UNIT.encode(), 0o644)
+        write_members(archive)
+
+
+def write_members(archive: tarfile.TarFile) -> None:
+    for arcname, path in [*project_members(), *library_members()]:
+        archive.add(path, arcname=f"{HOME.lstrip('/')}/{arcname}", recursive=False)
+    _add_bytes(archive, CONVERGE_PROGRAM.lstrip("/"), converge_program(), 0o755)
+    _add_bytes(archive, CONVERGE_UNIT.lstrip("/"), UNIT.encode(), 0o644)
 
 
 def _add_bytes(archive: tarfile.TarFile, name: str, content: bytes, mode: int) -> None:
     info = tarfile.TarInfo(name)
     info.size, info.mode = len(content), mode
     archive.addfile(info, io.BytesIO(content))
+
+
+def write_kit(out: Path, build_inventory: Path) -> tuple[str, int]:
+    """AWS's build kit: the bundle and the build inventory (under HOME/image-build), gzip'd;
+    (sha256, bytes) of the file."""
+    partial = out.with_name(f".{out.name}.partial")
+    try:
+        with (
+            gzip.open(partial, "wb", compresslevel=6) as packed,
+            tarfile.open(fileobj=packed, mode="w|") as archive,
+        ):
+            write_members(archive)
+            for path in sorted(build_inventory.rglob("*")):
+                if path.is_file():
+                    relative = path.relative_to(build_inventory).as_posix()
+                    archive.add(path, arcname=f"{HOME.lstrip('/')}/image-build/{relative}")
+        digest = hashlib.sha256(partial.read_bytes()).hexdigest()
+        partial.replace(out)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+    return digest, out.stat().st_size
