@@ -11,7 +11,6 @@ import yaml
 
 from myriad.cli import main
 from myriad.spec import load_spec
-
 from stacks.aws_images import load_kits
 
 ROOT = Path(__file__).resolve().parents[2]
