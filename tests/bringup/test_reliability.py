@@ -471,7 +471,7 @@ def test_up_records_the_run_before_the_containers_change(
 
     seen: dict[str, Any] = {}
 
-    def converge(spec: Any) -> None:
+    def converge(spec: Any, **options: Any) -> None:
         seen.update(flow.cluster_state("local").read_status()["last_bringup"])
         seen["locked"] = lock.is_locked(state_dir / "local")
         raise KeyboardInterrupt  # stands in for a SIGKILL: nothing after this runs

@@ -102,11 +102,13 @@ def document(probes: Mapping[str, Any]) -> dict[str, Any]:
 class Cluster:
     """A planned example (or built) spec with its inventory and expectations."""
 
-    def __init__(self, result: PlanResult) -> None:
+    def __init__(
+        self, result: PlanResult, images: Mapping[str, Mapping[str, str]] | None = None
+    ) -> None:
         assert result.plan is not None
         self.result = result
         self.inventory: Inventory = build_inventory(
-            result.loaded.spec, result.loaded.catalog, result.plan
+            result.loaded.spec, result.loaded.catalog, result.plan, images=images
         )
         self.expectations: ClusterExpectations = expect(
             result.loaded.spec,
@@ -734,3 +736,28 @@ def test_expectations_read_back_from_json_give_the_same_results(
         finally:
             example.expectations = original
         assert {r.status for r in in_memory} >= {"pass", "fail", "not-applicable"}
+
+
+def test_a_node_on_another_image_than_its_profiles_current_one_fails(local: Cluster) -> None:
+    current = {"tag": "myriad-image-local-container:aaaaaaaaaaaa", "content_hash": "a" * 64}
+    older = {"tag": "myriad-image-local-container:bbbbbbbbbbbb", "content_hash": "b" * 64}
+    imaged = Cluster(local.result, images={"container": current})
+    now = probe(json.dumps(current))
+    results = imaged.run(
+        {
+            "ctl01": {**local_controller_view(imaged), "image_record": now},
+            "node01": {"image_record": now},
+            "node02": {"image_record": probe(json.dumps(older))},
+            "node03": {"image_record": missing("/etc/myriad/image.json")},
+        }
+    )
+    found = by_key(results)
+    assert found[("node01", "image.current")].status == "pass"
+    stale = found[("node02", "image.current")]
+    assert (stale.status, stale.actual) == ("fail", f"{older['tag']} (bbbbbbbbbbbb)")
+    assert "current image is myriad-image-local-container:aaaaaaaaaaaa" in stale.detail
+    assert stale.spec_field == "bringup.mode" and "myriad up" in stale.fix
+    bare = found[("node03", "image.current")]
+    assert bare.status == "fail" and "not started from a baked image" in bare.actual
+    # Push mode (no image recorded for the profile): the check does not apply.
+    assert by_key(local.run({}))[("node01", "image.current")].status == "not-applicable"

@@ -34,6 +34,7 @@ from myriad.provision.resolve import resolve_cluster
 from myriad.render.inventory import Inventory
 from myriad.render.writer import write_inventory
 from myriad.runner import TUNED, RunResult, Timeouts, Tuning, new_run_dir, run_playbook
+from myriad.spec.bringup import resolved_mode
 
 STATE_ENV = "MYRIAD_STATE_DIR"
 XDG_STATE_ENV = "XDG_STATE_HOME"
@@ -140,9 +141,29 @@ def planned(spec_path: Path) -> PlanResult:
     return result
 
 
+def image_records(result: PlanResult, state: ClusterState) -> dict[str, dict[str, str]]:
+    """In image mode, each profile's current image (`tag`, `content_hash`) as the state
+    folder records it (`myriad image build`); nothing in push mode."""
+    spec = result.loaded.spec
+    if resolved_mode(spec.bringup, sum(pool.count for pool in spec.pools)) != "image":
+        return {}
+    found = {}
+    for path in sorted((state.root / "images").glob("*.json")):
+        try:
+            record = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue  # a damaged record is rebuilt by the next image build, which says so
+        if isinstance(record, dict) and record.get("content_hash"):
+            found[path.stem] = {
+                "tag": str(record["tag"]),
+                "content_hash": str(record["content_hash"]),
+            }
+    return found
+
+
 def render_state(result: PlanResult, state: ClusterState) -> Inventory:
     """The local cluster's inventory (every address planned), written to the state folder."""
-    inventory = resolve_cluster(result).inventory
+    inventory = resolve_cluster(result, images=image_records(result, state)).inventory
     write_inventory(inventory, state.inventory)
     return inventory
 

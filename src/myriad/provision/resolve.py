@@ -11,6 +11,7 @@ cluster's state folder.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -107,6 +108,7 @@ def resolve_cluster(
     stack: str | None = None,
     stack_outputs: Path | None = None,
     connection: Connection | None = None,
+    images: Mapping[str, Mapping[str, str]] | None = None,
 ) -> ResolvedCluster:
     """`source` is a spec file, or the plan of one already made (`up` plans before it
     creates containers). PlanError when the plan has lint errors; StackOutputsError when
@@ -127,6 +129,7 @@ def resolve_cluster(
         machines=machines,
         filesystem=outputs.storage,
         connection=connection or Connection(),
+        images=images,
     )
     return ResolvedCluster(result, plan, tuple(machines), inventory, outputs.storage)
 

@@ -51,7 +51,12 @@ def image_build_inventory(
         )
     host_vars.update(connection)
     host_vars["myriad_image_build"] = True
-    group_vars = {g: v for g, v in inventory.group_vars.items() if g == "all" or g in groups}
+    # The record of the image being replaced is no input of the new one.
+    group_vars = {
+        g: {k: v for k, v in values.items() if k != "myriad_image"}
+        for g, values in inventory.group_vars.items()
+        if g == "all" or g in groups
+    }
     return Inventory(
         cluster=inventory.cluster,
         groups=groups,

@@ -67,7 +67,11 @@ def build_inventory(
     machines: Iterable[StackNode] = (),
     filesystem: StackStorage | None = None,
     connection: Connection = Connection(),
+    images: Mapping[str, Mapping[str, str]] | None = None,
 ) -> Inventory:
+    """`images`: profile → its current baked image (`tag`, `content_hash`), in image mode;
+    each pool of that profile carries it as `myriad_image` (what validation compares with
+    the image a node runs)."""
     nodes = list(iter_nodes(spec))
     addresses = _management_addresses(spec, nodes, {m.name: m for m in machines})
     storage = _optional_addresses(spec.network.addressing.storage, len(nodes), "storage")
@@ -127,6 +131,9 @@ def build_inventory(
     group_vars.update(role_group_vars(spec, nodes, addresses))
     for name, values in pool_vars_by_name.items():
         group_vars[f"pool_{name}"] = values
+    for pool in spec.pools:
+        if images and pool.profile in images:
+            group_vars[f"pool_{pool.name}"]["myriad_image"] = dict(images[pool.profile])
     groups.update(monitoring_groups(spec, nodes))
     for group, values in monitoring_group_vars(spec, nodes, addresses).items():
         group_vars.setdefault(group, {}).update(values)

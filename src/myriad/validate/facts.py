@@ -244,6 +244,8 @@ class NodeFacts:
     writable: Fact[Mapping[str, str | None]] = NOT_GATHERED
     # The node health runner's state file, as it last wrote it (`myriad health` reads it).
     health_state: Fact[Mapping[str, Any]] = NOT_GATHERED
+    # /etc/myriad/image.json: the baked image the node was started from (image mode).
+    image_record: Fact[Mapping[str, Any]] = NOT_GATHERED
     seconds: float | None = None
     # Each RDMA device's first port (the one the spec's NICs use), read once for the
     # several HCA checks.
@@ -652,6 +654,9 @@ def node_facts(host: str, document: object) -> NodeFacts:
         job=read_probe(probes, "srun_job", "srun (validation job)", _job(args or {})),
         health_state=read_probe(
             probes, "health_state", "myriad-health state", _json_of("myriad-health state")
+        ),
+        image_record=read_probe(
+            probes, "image_record", "/etc/myriad/image.json", _json_of("the image record")
         ),
         seconds=float(seconds) if isinstance(seconds, (int, float)) else None,
     )

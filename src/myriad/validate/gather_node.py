@@ -404,6 +404,8 @@ def probes(args: argparse.Namespace) -> dict[str, Callable[[], Record]]:
             root, ["/etc/containerd/config.toml", "/etc/containerd/conf.d/*.toml"]
         ),
         "nccl_conf": lambda: read_file(at(root, "/etc/nccl.conf")),
+        # Image mode: the record of the baked image the node was started from.
+        "image_record": lambda: read_file(at(root, "/etc/myriad/image.json")),
         # AWS EFA: the RDM endpoints libfabric's efa provider offers, one domain per device;
         # where the EFA installer puts fi_info (missing on nodes without EFA software).
         "fi_info_efa": lambda: run(

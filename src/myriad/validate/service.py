@@ -20,8 +20,9 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
+from myriad.bringup.flow import ClusterState, cluster_state, image_records
 from myriad.errors import ValidateError
-from myriad.plan.pipeline import PlanResult
+from myriad.plan.pipeline import PlanResult, plan_spec
 from myriad.provision.resolve import resolve_cluster
 from myriad.render.inventory import Inventory
 from myriad.render.writer import write_inventory
@@ -220,7 +221,14 @@ def run_validate(
     out = console or Console()
     # With --json the document is the only thing on stdout; tables and progress go to stderr.
     screen = Console(stderr=True) if json_output else out
-    cluster = resolve_cluster(spec_path, stack=stack, stack_outputs=stack_outputs)
+    planned_spec = plan_spec(spec_path)
+    state = cluster_state(planned_spec.loaded.spec.metadata.name)
+    cluster = resolve_cluster(
+        planned_spec,
+        stack=stack,
+        stack_outputs=stack_outputs,
+        images=image_records(planned_spec, state),
+    )
     plan_result, loaded, inventory = cluster.result, cluster.loaded, cluster.inventory
     state_root = _state_root(loaded.spec.metadata.name)
     if inventory_dir is None:
@@ -254,7 +262,7 @@ def run_validate(
 def validate_after_bringup(result: PlanResult, state: ClusterState, console: Console) -> int:
     """The last phase of `myriad up`: validate the freshly brought-up cluster."""
     loaded = result.loaded
-    inventory = resolve_cluster(result).inventory
+    inventory = resolve_cluster(result, images=image_records(result, state)).inventory
     progress = _Progress(console, len(inventory.hosts))
     with progress.status:
         report = validate_cluster(

@@ -18,6 +18,7 @@ from myriad.validate.checks.model import Check
 # The order of the report's table: what a node is, then up the stack to the orchestrator.
 SUBJECTS = (
     "host",
+    "image",
     "gpu",
     "fabric",
     "roce",
