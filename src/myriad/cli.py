@@ -20,7 +20,7 @@ from myriad.errors import MyriadError, SpecError
 from myriad.fsutil import atomic_write_text
 
 if TYPE_CHECKING:
-    from myriad.bringup.verbs import Validator
+    from myriad.bringup.verbs import Reimager, Validator
     from myriad.runner import Tuning
 
 EXIT_OK, EXIT_PROBLEM, EXIT_INVALID = 0, 1, 2
@@ -79,6 +79,7 @@ def _cmd_up(args: argparse.Namespace, out: Console, err: Console) -> int:
         out,
         reporter=Phases(out),
         validate=None if args.no_validate else _validator(),
+        reimage=_reimager(),
         retry_failed=args.retry_failed,
         tuning=_tuning(args),
         wait_s=args.wait,
@@ -91,6 +92,12 @@ def _tuning(args: argparse.Namespace) -> Tuning:
     if args.ansible_defaults:
         return runner.ANSIBLE_DEFAULTS
     return runner.TUNED_WITHOUT_MITOGEN if args.no_mitogen else runner.TUNED
+
+
+def _reimager() -> Reimager:
+    from myriad.ops.image_roll import reimage
+
+    return reimage
 
 
 def _validator() -> Validator:

@@ -37,6 +37,10 @@ from myriad.spec.bringup import resolved_mode
 
 # Called after a successful bring-up: (plan, inventory dir, state, console) → exit code.
 Validator = Callable[[PlanResult, ClusterState, Console], int]
+# Image mode: rolls the nodes still on an older image onto their profile's current one
+# (drained, jobs waited for, recreated, converged, validated, resumed): (plan, state, nodes,
+# console) → exit code. The CLI hands in the day-2 roll's (myriad.ops.image_roll).
+Reimager = Callable[[PlanResult, ClusterState, Sequence[str], Console], int]
 
 
 def _require_local(result: PlanResult, verb: str) -> None:
@@ -54,6 +58,7 @@ def up(
     *,
     reporter: Reporter,
     validate: Validator | None,
+    reimage: Reimager | None = None,
     retry_failed: bool = False,
     tuning: Tuning = TUNED,
     wait_s: float = 0.0,
@@ -68,7 +73,9 @@ def up(
     state.check()
     limit = retry_limit(state) if retry_failed else None
     with hold_cluster_lock(state, "up", wait_s=wait_s):
-        return _up_locked(spec_path, console, result, state, reporter, validate, limit, tuning)
+        return _up_locked(
+            spec_path, console, result, state, reporter, validate, limit, tuning, reimage
+        )
 
 
 def _up_locked(
@@ -80,6 +87,7 @@ def _up_locked(
     validate: Validator | None,
     limit: list[str] | None,
     tuning: Tuning,
+    reimage: Reimager | None = None,
 ) -> int:
     spec = result.loaded.spec
     # Before the containers change: a run killed from here on shows as incomplete.
@@ -97,7 +105,8 @@ def _up_locked(
         profile_of = {n.name: n.profile for n in iter_nodes(spec)}
         images = {node: built[profile].manifest.tag for node, profile in profile_of.items()}
     with reporter.phase("containers") as notes:
-        outcome = local.converge(spec, images=images)
+        # In image mode a node on an older image keeps running until the roll below.
+        outcome = local.converge(spec, images=images, recreate=not image_mode)
         counts: dict[str, int] = {}
         for what in outcome.values():
             counts[what] = counts.get(what, 0) + 1
@@ -105,22 +114,29 @@ def _up_locked(
     with reporter.phase("inventory") as notes:
         inventory = render_state(result, state)
         notes.append(str(state.inventory))
+    stale = sorted(node for node, what in outcome.items() if what == "stale")
     if image_mode:
         containers = {n.name: n.container for n in local.local_nodes(spec)}
-        bringup = run_image_mode(
-            inventory,
-            state,
-            console,
-            reporter,
-            docker_transport(containers),
-            slurm=spec.software.orchestrator == "slurm",
-            timeout_s=2 * spec.bringup.task_timeout_s,
-            limit=limit,
-            tuning=tuning,
+        current = [n for n in (limit or inventory.hosts) if n not in stale]
+        # Every node on an older image: nothing to converge before the roll.
+        bringup = (
+            None
+            if not current
+            else run_image_mode(
+                inventory,
+                state,
+                console,
+                reporter,
+                docker_transport(containers),
+                slurm=spec.software.orchestrator == "slurm",
+                timeout_s=2 * spec.bringup.task_timeout_s,
+                limit=current,
+                tuning=tuning,
+            )
         )
     else:
         bringup = run_site(result, inventory, state, console, reporter, limit=limit, tuning=tuning)
-    if not bringup.ok:
+    if bringup is not None and not bringup.ok:
         failed = ", ".join(bringup.failed_hosts()) or bringup.status
         console.print(
             f"[bold red]bring-up failed on {failed}[/bold red]: fix the cause, then "
@@ -130,6 +146,11 @@ def _up_locked(
         for line in unreachable_advice(result, state, bringup):
             console.print(line, markup=False, highlight=False)
         return 1
+    if stale and reimage is not None:
+        console.print(f"on an older image: {', '.join(stale)}; rolling them onto the new one")
+        code = reimage(result, state, stale, console)
+        if code != 0:
+            return code
     if validate is None:
         return 0
     start = time.monotonic()

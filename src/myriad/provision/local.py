@@ -42,7 +42,8 @@ SYSTEMD_RUN_OPTIONS = (
     "--tmpfs", "/run/lock",
 )  # fmt: skip
 
-NodeState = Literal["created", "started", "running", "removed"]
+# stale: kept running although made from another image or options (`recreate=False`).
+NodeState = Literal["created", "started", "running", "removed", "stale"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,10 +221,13 @@ def converge(
     *,
     image: str = IMAGE_TAG,
     images: Mapping[str, str] | None = None,
+    recreate: bool = True,
     on_node: Callable[[str, NodeState], None] | None = None,
 ) -> dict[str, NodeState]:
     """Make Docker match the spec's nodes; returns what happened to each node. `images`
-    names a node's own image (image mode: its profile's baked image); others get `image`."""
+    names a node's own image (image mode: its profile's baked image); others get `image`.
+    `recreate=False` keeps a running container made from another image as it is ("stale"):
+    image mode rolls those onto the new image one at a time, their jobs waited for."""
     ensure_network(spec)
     refs = {image, *(images or {}).values()}
     ids = {ref: docker("image", "inspect", "--format", "{{.Id}}", ref).strip() for ref in refs}
@@ -239,6 +243,10 @@ def converge(
         state, config = states.get(node.container, ("", ""))
         result: NodeState
         if state and config != _config_digest(arguments):
+            if not recreate and state == "running":
+                if on_node is not None:
+                    on_node(node.name, "stale")
+                return node.name, "stale"
             docker("rm", "--force", node.container)
             state = ""
         if not state:
