@@ -80,20 +80,26 @@ def test_the_build_host_stands_for_every_part_its_profile_plays() -> None:
     assert "common_hosts" not in build.group_vars["all"]
 
 
-def test_the_image_inputs_ignore_cluster_membership_and_follow_role_variables() -> None:
+IMAGE_VARIABLES = {"common_packages_extra", "container_runtime_engine", "myriad_cluster"}
+
+
+def with_all(inventory: Inventory, **values: object) -> Inventory:
+    group_vars = {**inventory.group_vars, "all": {**inventory.group_vars["all"], **values}}
+    return Inventory(inventory.cluster, inventory.groups, group_vars, inventory.host_vars)
+
+
+def test_the_image_inputs_ignore_cluster_membership_and_follow_image_variables() -> None:
     spec, inventory = local_inventory()
-    digest = build_inputs_digest(image_build_inventory(spec, inventory, "container", {}))
+
+    def digest(of: Inventory, cluster: Cluster = spec) -> str:
+        build = image_build_inventory(cluster, of, "container", {})
+        return build_inputs_digest(build, IMAGE_VARIABLES)
+
     bigger_spec, bigger = local_inventory(("count: 3, role: compute", "count: 5, role: compute"))
-    grown = build_inputs_digest(image_build_inventory(bigger_spec, bigger, "container", {}))
     # Two more nodes: the same image (the tables that list nodes are not its input).
-    assert grown == digest
-    changed = Inventory(
-        cluster=inventory.cluster,
-        groups=inventory.groups,
-        group_vars={
-            **inventory.group_vars,
-            "all": {**inventory.group_vars["all"], "common_packages_extra": ["htop"]},
-        },
-        host_vars=inventory.host_vars,
+    assert digest(bigger, bigger_spec) == digest(inventory)
+    # A variable an image step reads rebuilds it; one only the converge reads does not.
+    assert digest(with_all(inventory, common_packages_extra=["htop"])) != digest(inventory)
+    assert digest(with_all(inventory, nccl_conf_overrides={"NCCL_DEBUG": "WARN"})) == digest(
+        inventory
     )
-    assert build_inputs_digest(image_build_inventory(spec, changed, "container", {})) != digest

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+import yaml
 from rich.console import Console
 from rich.table import Table
 
@@ -71,6 +73,26 @@ def current_manifests(state: ClusterState, profiles: Sequence[str]) -> dict[str,
     return found
 
 
+_VARIABLE = re.compile(r"\b([a-z][a-z0-9]*_[a-z0-9_]+)\b")
+
+
+def image_variables() -> set[str]:
+    """The variables the image phase reads: every role's `image` entry point, the names the
+    layer sort (playbooks/layers.yml) and playbooks/image.yml use, every myriad_* variable
+    but the record of the image itself."""
+    names: set[str] = set()
+    for spec_file in sorted(paths.roles_dir().glob("*/meta/argument_specs.yml")):
+        entry = (yaml.safe_load(spec_file.read_text()) or {}).get("argument_specs", {})
+        names.update((entry.get("image") or {}).get("options") or {})
+    for playbook in ("layers.yml", "image.yml"):
+        path = paths.playbook(playbook)
+        if path.is_file():
+            names.update(_VARIABLE.findall(path.read_text()))
+    declared = yaml.safe_load(paths.playbook("vars/myriad.yml").read_text())
+    names.update(declared.get("myriad_argument_spec", {}))
+    return names - {"myriad_image", "myriad_address"}
+
+
 def content_hash(base: str, bundle: str, inputs: str) -> str:
     return hashlib.sha256(f"base={base}\nbundle={bundle}\ninputs={inputs}\n".encode()).hexdigest()
 
@@ -97,11 +119,12 @@ def build_images(
         )
     base = local_image.base_image_id()
     bundle = converge_bundle.bundle_digest()
+    variables = image_variables()
     outcomes = {}
     for profile in wanted:
         start = time.monotonic()
         build = image_build_inventory(spec, inventory, profile, connection={})
-        digest = content_hash(base, bundle, build_inputs_digest(build))
+        digest = content_hash(base, bundle, build_inputs_digest(build, variables))
         tag = local_image.image_tag(spec.metadata.name, profile, digest)
         current = current_manifest(state, profile)
         with reporter.phase(f"image {profile}") as notes:
@@ -202,7 +225,8 @@ def build_kit(
     }
     build = image_build_inventory(spec, inventory, profile, local_connection)
     base = f"aws:{spec.software.os}"
-    digest = content_hash(base, converge_bundle.bundle_digest(), build_inputs_digest(build))
+    inputs = build_inputs_digest(build, image_variables())
+    digest = content_hash(base, converge_bundle.bundle_digest(), inputs)
     current = current_manifest(state, profile)
     name = f"{profile}-{digest[:12]}.kit.tar.gz"
     folder = images_dir(state)

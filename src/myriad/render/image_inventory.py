@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from myriad.plan.nodes import iter_nodes
@@ -65,13 +65,20 @@ def image_build_inventory(
     )
 
 
-def build_inputs_digest(build: Inventory) -> str:
-    """What the image phase can read: every group variable, and which host variables exist
-    (their values name one node — an address, a rail — and must not rebuild the image)."""
+def build_inputs_digest(build: Inventory, image_variables: Collection[str]) -> str:
+    """What the image phase can read, and only that: the groups the build host is in (they
+    pick the layers), the values of the variables the roles' image steps declare
+    (`image_variables`: their `image` entry points, the layer sort's and the myriad_* ones),
+    and which host variables exist (their values name one node — an address, a rail — and
+    must not rebuild the image). A variable no image step reads changes no image."""
+    merged: dict[str, Any] = {}
+    # Ansible's order for groups of one depth: `all` first, then by name.
+    for group in ["all", *sorted(g for g in build.group_vars if g != "all")]:
+        merged.update(build.group_vars.get(group, {}))
     host = build.host_vars[BUILD_HOST]
     inputs = {
         "groups": sorted(build.groups),
-        "group_vars": build.group_vars,
+        "values": {k: merged[k] for k in sorted(image_variables) if k in merged},
         "host_vars": sorted(k for k in host if k not in _CONNECTION_VARS),
     }
     return hashlib.sha256(json.dumps(inputs, sort_keys=True, default=str).encode()).hexdigest()
