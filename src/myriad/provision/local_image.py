@@ -113,10 +113,13 @@ def installed_packages(container: str) -> dict[str, str]:
 
 # What the committed image must not keep from its build: the identity of the build container
 # (an empty machine-id makes every node generate its own), a seed, a converge result, apt's
-# downloaded packages.
+# downloaded packages, and the state of a container engine the build started (each node's
+# own; a directory from the image's layer cannot even be renamed on overlayfs, and dockerd
+# renames its runtimes folder when it starts).
 _RESET = (
-    "systemctl enable myriad-converge.service >/dev/null 2>&1"
-    " && rm -rf /var/lib/myriad /var/cache/apt/archives/*.deb"
+    "systemctl stop docker.socket docker.service containerd.service >/dev/null 2>&1;"
+    " systemctl enable myriad-converge.service >/dev/null 2>&1"
+    " && rm -rf /var/lib/myriad /var/cache/apt/archives/*.deb /var/lib/docker /var/lib/containerd"
     " && : > /etc/machine-id && rm -f /var/lib/dbus/machine-id"
 )
 
