@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import subprocess
 import sys
 import tarfile
@@ -63,9 +64,11 @@ def test_a_clean_play_reports_its_counts_seed_and_cpu(home: Path) -> None:
     stats = {"node07": {"ok": 40, "changed": 0, "failures": 0, "unreachable": 0, "skipped": 9}}
     fake_ansible(home, {"plays": [], "stats": stats})
     seed(home)
+    (home / "seed" / "run.id").write_text("r1\n")
     code, result = run_program_with_extra(home)
     assert code == 0
     assert result["status"] == "successful" and result["seed_digest"] == "d1"
+    assert result["run"] == "r1"
     assert result["stats"] == stats["node07"]
     assert result["failures"] == []
     assert isinstance(result["cpu_seconds"], float) and result["cpu_seconds"] >= 0
@@ -134,10 +137,12 @@ def test_results_fold_into_the_runners_result(tmp_path: Path) -> None:
     }  # fmt: skip
 
     def transport(node: str, script: str, stdin: bytes, timeout: float) -> tuple[int, str, str]:
-        assert f"MYRIAD_SEED=seed-{node};" in script and stdin == archives[node]
+        run = re.match(r"MYRIAD_RUN=([0-9a-f]{32}); ", script)
+        assert run is not None and stdin == archives[node]
         if node == "n4":
             return 1, "", "Error response from daemon: container is paused"
-        return 0, json.dumps(replies[node]), ""
+        # n1 answers for an earlier run of the same seed first: that result is not this run's.
+        return 0, json.dumps({**replies[node], "run": run[1]}), ""
 
     outcome = converge_nodes(archives, transport, tmp_path, timeout_s=60)
     assert outcome.status == "failed"
@@ -162,3 +167,15 @@ def test_the_munge_key_is_made_once_and_kept_private(tmp_path: Path) -> None:
     key = munge_key(state)
     assert len(key) == 1024 and munge_key(state) == key
     assert (tmp_path / "c" / "secrets" / "munge.key").stat().st_mode & 0o777 == 0o600
+
+
+def test_a_result_of_an_earlier_run_of_the_same_seed_is_not_taken(tmp_path: Path) -> None:
+    archives = {"n1": seed_archive_with("same")}
+    earlier = {"status": "successful", "seed_digest": "same", "run": "0" * 32, "stats": {}}
+
+    def transport(node: str, script: str, stdin: bytes, timeout: float) -> tuple[int, str, str]:
+        return 0, json.dumps(earlier), ""
+
+    outcome = converge_nodes(archives, transport, tmp_path, timeout_s=60)
+    assert [f.host for f in outcome.failures] == ["n1"]
+    assert "did not run this seed" in outcome.failures[0].message

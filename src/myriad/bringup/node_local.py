@@ -20,6 +20,7 @@ import shlex
 import subprocess
 import tarfile
 import time
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -42,17 +43,18 @@ RESULT_PATH = "/var/lib/myriad/converge/result.json"
 MAX_PARALLEL = 256
 MUNGE_KEY_BYTES = 1024
 
-# Unpack the seed beside the old one and swap, start the play, wait for this seed's result
+# Unpack the seed beside the old one and swap, start the play, wait for this run's result
 # and print it. The wait polls the result file rather than blocking in `systemctl start`:
 # the common role re-executes systemd, which ends every blocked `systemctl start` early.
 NODE_SCRIPT = (
     f"set -e; rm -rf {SEED_DIR}.new; mkdir -p -m 0700 {SEED_DIR}.new;"
     f" tar -xzf - -C {SEED_DIR}.new --no-same-owner;"
     f" rm -rf {SEED_DIR}.old; if [ -d {SEED_DIR} ]; then mv {SEED_DIR} {SEED_DIR}.old; fi;"
-    f" mv {SEED_DIR}.new {SEED_DIR}; rm -rf {SEED_DIR}.old; set +e;"
+    f" mv {SEED_DIR}.new {SEED_DIR}; rm -rf {SEED_DIR}.old;"
+    f' echo "$MYRIAD_RUN" > {SEED_DIR}/run.id; set +e;'
     " systemctl start --no-block myriad-converge.service;"
     " idle=0; while :; do"
-    f'  if grep -qs "\\"seed_digest\\": \\"$MYRIAD_SEED\\"" {RESULT_PATH}'
+    f'  if grep -qs "\\"run\\": \\"$MYRIAD_RUN\\"" {RESULT_PATH}'
     f'     && ! grep -qs \'"status": "running"\' {RESULT_PATH}; then break; fi;'
     "  case $(systemctl show -p ActiveState --value myriad-converge.service) in"
     "   activating|active|reloading) idle=0;; *) idle=$((idle+1));; esac;"
@@ -164,11 +166,13 @@ def converge_nodes(
     """Every node converges itself at once; their results as one `RunResult`."""
     start = time.monotonic()
     digests = {node: archive_digest(archive) for node, archive in archives.items()}
+    # Names this run's results: a seed that did not change gives a result like the last one.
+    run_id = uuid.uuid4().hex
 
     def one(node: str) -> NodeResult:
-        script = f"MYRIAD_SEED={digests[node]}; {NODE_SCRIPT}"
+        script = f"MYRIAD_RUN={run_id}; {NODE_SCRIPT}"
         code, out, err = transport(node, script, archives[node], timeout_s)
-        outcome = _read_result(node, code, out, err, digests[node])
+        outcome = _read_result(node, code, out, err, digests[node], run_id)
         if on_result is not None:
             on_result(outcome)
         return outcome
@@ -192,7 +196,7 @@ def archive_digest(archive: bytes) -> str:
         return str(json.loads(member.read())["digest"])
 
 
-def _read_result(node: str, code: int, out: str, err: str, digest: str) -> NodeResult:
+def _read_result(node: str, code: int, out: str, err: str, digest: str, run_id: str) -> NodeResult:
     start = out.find("{")
     try:
         data = json.loads(out[start:]) if start >= 0 else None
@@ -201,7 +205,7 @@ def _read_result(node: str, code: int, out: str, err: str, digest: str) -> NodeR
     if not isinstance(data, dict):
         reason = (err.strip().splitlines() or [f"exit {code}"])[-1]
         return NodeResult(node, {}, f"no result from the node: {reason}")
-    if data.get("seed_digest") != digest:
+    if data.get("run") != run_id or data.get("seed_digest") != digest:
         return NodeResult(
             node,
             data,

@@ -146,8 +146,11 @@ def converge(home: Path, seed: Path, result_path: Path) -> int:
     seed_record = read_json(seed / "seed.json")
     image = read_json(IMAGE_RECORD)
     node = str(seed_record.get("node") or os.uname().nodename)
+    run_file = seed / "run.id"
     base = {
         "node": node,
+        # Set by whoever started this run (the controller's token; empty at boot).
+        "run": run_file.read_text().strip() if run_file.is_file() else "",
         "seed_digest": seed_record.get("digest"),
         "image": image.get("content_hash"),
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
