@@ -175,3 +175,29 @@ def test_a_roll_vars_file_may_not_name_a_table(tmp_path: Path) -> None:
     assert str(raised.value).startswith(f"{path}:2: common_hosts is a cluster-wide table")
     path.write_text("slurm_accounting_enabled: true\n")
     assert read_variables(path) == {"slurm_accounting_enabled": True}
+
+
+def _keys(data: Any) -> list[str]:
+    if isinstance(data, dict):
+        return [str(k) for k in data] + [k for v in data.values() for k in _keys(v)]
+    if isinstance(data, list):
+        return [k for item in data for k in _keys(item)]
+    return []
+
+
+def test_no_play_or_task_sets_a_table() -> None:
+    """Extra vars would win over a set_fact or a play's vars anyway; a setter would be dead
+    code that looks like it works. Role defaults stay: they are the roles' interface."""
+    files = [*(ROOT / "playbooks").rglob("*.yml")]
+    for role in (ROOT / "roles").iterdir():
+        for folder in ("tasks", "handlers", "vars"):
+            files += (role / folder).rglob("*.yml")
+    assert len(files) > 40
+    setters = [
+        f"{path.relative_to(ROOT)}: {key}"
+        for path in files
+        for document in yaml.safe_load_all(path.read_text())
+        for key in _keys(document)
+        if key in TABLE_VARIABLES
+    ]
+    assert setters == []
