@@ -274,8 +274,9 @@ def _cmdline(inventory: Path, extravars: Mapping[str, Any], *, check: bool) -> s
     options = []
     tables = tables_file(inventory)
     if tables is not None:
-        # Extra vars: read once per run, merged into no host's inventory variables.
-        options += ["-e", f"@{tables}"]
+        # Extra vars: read once per run, merged into no host's inventory variables. Absolute:
+        # ansible-playbook runs in ansible-runner's project folder, not here.
+        options += ["-e", f"@{tables.absolute()}"]
     if check:
         options += ["--check", "--diff"]
     return shlex.join(options) if options else None

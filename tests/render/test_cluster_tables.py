@@ -201,3 +201,13 @@ def test_no_play_or_task_sets_a_table() -> None:
         if key in TABLE_VARIABLES
     ]
     assert setters == []
+
+
+def test_a_relative_inventory_path_gives_an_absolute_tables_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    captured = _captured(monkeypatch)
+    write_inventory(render("local"), tmp_path / "inventory")
+    monkeypatch.chdir(tmp_path)
+    run_playbook(Path("site.yml"), Path("inventory/hosts.yml"), tmp_path, hosts=4)
+    assert captured.calls[0]["cmdline"] == f"-e @{tmp_path / 'inventory' / 'cluster_tables.yml'}"
