@@ -63,8 +63,10 @@ def write_inventory(inventory: Inventory, out: Path) -> Path:
         _write_vars(staging / "host_vars", inventory.host_vars, ".json", _dump_json)
         if inventory.tables:
             # Not in group_vars: Ansible would copy them into every host's variables. Playbook
-            # runs load this file as extra vars (render.tables).
-            _write(staging / TABLES_FILE, _dump(dict(inventory.tables)))
+            # runs load this file as extra vars (render.tables). JSON, which is YAML too, and
+            # without a comment: Ansible then reads it with its JSON parser, for h100-100k's
+            # 0.5 MB 0.9 s instead of 3.4 s of its YAML loader on every playbook run.
+            _write(staging / TABLES_FILE, _dump_json(dict(inventory.tables)))
         for relative, text in inventory.files.items():
             (staging / relative).parent.mkdir(parents=True, exist_ok=True)
             _write(staging / relative, text)
