@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shlex
 import signal
 import sys
 import threading
@@ -22,6 +23,7 @@ from typing import Any, Literal
 
 from myriad import paths
 from myriad.errors import RunnerError
+from myriad.render.tables import TABLE_VARIABLES, tables_file
 
 log = logging.getLogger(__name__)
 
@@ -194,12 +196,15 @@ def run_playbook(
 ) -> RunResult:
     """Run `playbook` against `inventory`; never raises for failed hosts, only for setup.
 
+    An inventory rendered with cluster-wide tables (`cluster_tables.yml` beside hosts.yml)
+    gets them as an extra-vars file on every run; `extravars` may not set those names.
     `check` runs Ansible in check mode with diffs (nothing changes on the nodes). Ctrl-C
     or SIGTERM during the run stops ansible-playbook and every process it started (Mitogen's
     workers included) and returns a result whose `interrupted_during` says where it was.
     """
     import ansible_runner  # heavy: imported only when a playbook runs
 
+    cmdline = _cmdline(inventory, extravars or {}, check=check)
     failures: list[HostFailure] = []
     changed: set[str] = set()
     kept: list[Mapping[str, Any]] = []
@@ -226,7 +231,7 @@ def run_playbook(
                 extravars=dict(extravars or {}),
                 forks=forks_for(hosts) if tuning.scaled_forks else 5,
                 envvars=_envvars(run_dir, tuning, timeouts),
-                cmdline="--check --diff" if check else None,
+                cmdline=cmdline,
                 settings={
                     "job_timeout": timeout_s,
                     "suppress_ansible_output": True,
@@ -256,6 +261,25 @@ def run_playbook(
         events=tuple(kept),
         interrupted_during=where.describe() if stop.signal is not None else None,
     )
+
+
+def _cmdline(inventory: Path, extravars: Mapping[str, Any], *, check: bool) -> str | None:
+    """ansible-playbook's options beyond ansible-runner's own: the tables file, check mode."""
+    clash = sorted(set(extravars) & set(TABLE_VARIABLES))
+    if clash:
+        raise RunnerError(
+            f"extra vars {', '.join(clash)}: cluster-wide tables come only from the rendered "
+            "inventory's cluster_tables.yml (change the spec and render again)"
+        )
+    options = []
+    tables = tables_file(inventory)
+    if tables is not None:
+        # Extra vars: read once per run, merged into no host's inventory variables. Absolute:
+        # ansible-playbook runs in ansible-runner's project folder, not here.
+        options += ["-e", f"@{tables.absolute()}"]
+    if check:
+        options += ["--check", "--diff"]
+    return shlex.join(options) if options else None
 
 
 class _Whereabouts:

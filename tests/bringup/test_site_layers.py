@@ -26,6 +26,16 @@ ANSIBLE_PLAYBOOK = Path(sys.executable).parent / "ansible-playbook"
 
 
 def layer_groups(spec_text: str, tmp_path: Path) -> dict[str, list[str]]:
+    done = run_sort_play(spec_text, tmp_path, tables=True)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    out = tmp_path / "groups.json"
+    return {name: sorted(hosts) for name, hosts in json.loads(out.read_text()).items()}
+
+
+def run_sort_play(
+    spec_text: str, tmp_path: Path, *, tables: bool
+) -> subprocess.CompletedProcess[str]:
+    """The first play of site.yml on the rendered spec, with the tables file or without."""
     result = plan_loaded(load_spec_text(spec_text))
     assert result.plan is not None
     inventory = build_inventory(result.loaded.spec, result.loaded.catalog, result.plan)
@@ -54,16 +64,22 @@ def layer_groups(spec_text: str, tmp_path: Path) -> dict[str, list[str]]:
     }
     playbook = tmp_path / "layers.yml"
     playbook.write_text(yaml.safe_dump([sort_play, report], sort_keys=False))
-    done = subprocess.run(
-        [str(ANSIBLE_PLAYBOOK), "-i", str(tmp_path / "inventory" / "hosts.yml"), str(playbook)],
+    # As the runner does: the cluster-wide tables as an extra-vars file.
+    extra = ["-e", f"@{tmp_path / 'inventory' / 'cluster_tables.yml'}"] if tables else []
+    return subprocess.run(
+        [
+            str(ANSIBLE_PLAYBOOK),
+            "-i",
+            str(tmp_path / "inventory" / "hosts.yml"),
+            *extra,
+            str(playbook),
+        ],
         capture_output=True,
         text=True,
         timeout=300,
         check=False,
         env={"ANSIBLE_NOCOLOR": "1", "PATH": f"{ANSIBLE_PLAYBOOK.parent}:/usr/bin:/bin"},
     )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    return {name: sorted(hosts) for name, hosts in json.loads(out.read_text()).items()}
 
 
 def example(name: str, **replace: str) -> str:
@@ -118,3 +134,16 @@ def test_roce_cluster_layers(tmp_path: Path) -> None:
     assert groups["myriad_layer_rdma"] == gpus
     assert "myriad_layer_infiniband" not in groups
     assert len(groups["myriad_layer_slurm"]) == 5
+
+
+@pytest.mark.slow
+def test_a_run_without_the_tables_file_stops_before_any_layer(tmp_path: Path) -> None:
+    """By hand, `ansible-playbook -i inv/hosts.yml site.yml` without `-e @inv/cluster_tables.yml`
+    would converge every node with empty host and Slurm tables; the first play refuses."""
+    done = run_sort_play(example("local"), tmp_path, tables=False)
+    assert done.returncode != 0
+    tables = tmp_path / "inventory" / "cluster_tables.yml"
+    assert f"run ansible-playbook with -e @{tables}" in " ".join(done.stdout.split())
+    # Stopped in the first task: no node was sorted into a layer, the report play never ran.
+    assert "Put each node in the groups of its layers" not in done.stdout
+    assert not (tmp_path / "groups.json").exists()

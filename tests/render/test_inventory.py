@@ -37,11 +37,11 @@ def test_local_groups_connection_and_slurm_nodes() -> None:
     assert node["ansible_host"] == "local-node01"
     # Management addresses start at .10 of the spec's network, in node order.
     everything = inventory.group_vars["all"]
-    assert everything["common_hosts"][:2] == [
+    assert inventory.tables["common_hosts"][:2] == [
         {"name": "ctl01", "address": "172.31.77.10"},
         {"name": "node01", "address": "172.31.77.11"},
     ]
-    [node_set] = everything["slurm_nodes"]
+    [node_set] = inventory.tables["slurm_nodes"]
     # 2 GiB x 1024 x 0.95 = 1945 MiB: a little under what slurmd measures.
     assert node_set == {
         "names": ["node01", "node02", "node03"],
@@ -81,7 +81,7 @@ def test_rail_order_hcas_roce_nics_and_storage_bond_for_the_a800_cluster() -> No
 
 
 def test_slurm_topology_is_a_strict_tree_of_units_islands_and_core() -> None:
-    switches = inventory_of("roce-10k").group_vars["all"]["slurm_topology_switches"]
+    switches = inventory_of("roce-10k").tables["slurm_topology_switches"]
     by_name = {s["name"]: s for s in switches}
     units = [s for s in switches if "nodes" in s]
     # SN5600-200G: 128 downlinks per leaf, islands of 128 nodes: one unit per island.
@@ -148,6 +148,9 @@ def test_render_writes_an_inventory_ansible_can_read(tmp_path: Path) -> None:
     )
     resolved = json.loads(listed.stdout)
     assert resolved["nccl_hcas"][7]["name"] == "mlx5_7"
+    # The cluster-wide tables reach no host through the inventory (cluster_tables.yml).
+    assert "common_hosts" not in resolved
+    assert resolved["myriad_cluster_tables_file"] == "cluster_tables.yml"
     assert resolved["myriad_cluster"] == "starter-64"
 
 

@@ -2,9 +2,10 @@
 
 For every host of every example inventory, the variables Ansible would see on that host
 (group_vars of `all`, then of its groups by name, then its host_vars, as Ansible merges a
-flat inventory) are validated against every role's `meta/argument_specs.yml` (and the
-myriad_* variables against `playbooks/vars/myriad.yml`) by ansible-core's own validator,
-the one the role's generated `validate_argument_spec` task runs before the role starts. A
+flat inventory, and the cluster-wide tables the runs load as extra vars) are validated
+against every role's `meta/argument_specs.yml` (and the myriad_* variables against
+`playbooks/vars/myriad.yml`) by ansible-core's own validator, the one the role's
+generated `validate_argument_spec` task runs before the role starts. A
 wrong type, a value outside `choices`, a missing required key of a list element fails here
 instead of on the nodes. What the renderer leaves out falls back to the spec's default,
 which `test_defaults_agree_with_the_argument_spec` holds equal to `defaults/main.yml` (a
@@ -15,7 +16,7 @@ must not hold a value the role would refuse, since a layer group can grow to inc
 The rendered values must also already have the declared types: ansible-core converts
 `"8"` to 8 silently, which would hide a renderer that writes strings where numbers belong.
 
-A value shared by many hosts (group_vars) is validated once (h100-100k has 12,519 hosts;
+A value shared by many hosts (group_vars, the tables) is validated once (h100-100k has 12,519 hosts;
 its cluster-wide Slurm and Kubernetes lists would otherwise be copied 12,519 times).
 
 And: every variable the renderer writes is declared by the role its prefix names (Ansible
@@ -77,7 +78,7 @@ def render(example: str) -> Inventory:
 
 
 def host_variables(inventory: Inventory) -> Iterator[tuple[str, dict[str, Any]]]:
-    """(host, variables) as Ansible merges them: all < groups by name < host_vars.
+    """(host, variables) as Ansible merges them: all < groups by name < host_vars < tables.
 
     The writer puts every group directly under `all`, so all groups have depth 1 and
     Ansible orders them by name (ansible_group_priority is never set).
@@ -92,6 +93,8 @@ def host_variables(inventory: Inventory) -> Iterator[tuple[str, dict[str, Any]]]
         for group in memberships[host]:
             merged.update(inventory.group_vars.get(group, {}))
         merged.update(values)
+        # The cluster-wide tables: extra vars (cluster_tables.yml), above everything else.
+        merged.update(inventory.tables)
         yield host, merged
 
 
@@ -229,6 +232,7 @@ def test_every_host_validates_against_every_role_argument_spec(example: str) -> 
 def test_rendered_variables_are_declared(example: str) -> None:
     inventory = render(example)
     names = {name for values in inventory.group_vars.values() for name in values}
+    names |= set(inventory.tables)
     names |= {name for values in inventory.host_vars.values() for name in values}
     playbook_vars = set(argument_spec(PLAYBOOK))
     undeclared = []

@@ -147,6 +147,8 @@ def reduced_inventory(
     """
     out.mkdir(parents=True, exist_ok=True)
     (out / "group_vars").symlink_to(inventory / "group_vars")
+    if (inventory / "cluster_tables.yml").exists():
+        (out / "cluster_tables.yml").symlink_to(inventory / "cluster_tables.yml")
     (out / "host_vars").mkdir()
     for host in hosts:
         source = inventory / "host_vars" / f"{host}.json"
@@ -179,6 +181,11 @@ def _write_facts_module(library: Path, os_name: str) -> None:
         "facts['ansible_hostname'] = facts['ansible_nodename'] = module.params.get('_host', '')\n"
         "module.exit_json(changed=False, ansible_facts=facts)\n"
     )
+
+
+def _tables_option(inventory: Path) -> list[str]:
+    tables = inventory / "cluster_tables.yml"
+    return ["-e", f"@{tables}"] if tables.exists() else []
 
 
 def run_preflight(
@@ -219,6 +226,8 @@ def run_preflight(
             "ansible_connection=local",
             "-e",
             f"ansible_python_interpreter={sys.executable}",
+            # The cluster-wide tables, as the runner passes them.
+            *_tables_option(inventory),
             *extra,
         ],
         cwd=ROOT,
@@ -608,9 +617,15 @@ def test_secure_boot_refuses_unsigned_modules(
 def _slurm_files(spec_name: str, work: Path) -> dict[str, str]:
     """slurm.conf and gres.conf as the role templates them from the example's inventory."""
     assert render(ROOT / "inventories" / spec_name / "cluster.yaml", work).returncode == 0
-    group_vars = yaml.load(
-        (work / "inventory" / "group_vars" / "all.yml").read_text(), Loader=yaml.CSafeLoader
-    )
+    group_vars = {
+        **yaml.load(
+            (work / "inventory" / "group_vars" / "all.yml").read_text(), Loader=yaml.CSafeLoader
+        ),
+        # The cluster-wide tables (slurm_nodes, ...), extra vars in a real run.
+        **yaml.load(
+            (work / "inventory" / "cluster_tables.yml").read_text(), Loader=yaml.CSafeLoader
+        ),
+    }
     role = ROOT / "roles" / "slurm"
     variables = {
         **yaml.safe_load((role / "defaults" / "main.yml").read_text()),

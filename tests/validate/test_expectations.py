@@ -124,14 +124,14 @@ def test_local_cpu_only_nodes_get_no_gpu_or_fabric_checks_and_say_why() -> None:
 def test_local_values_come_from_the_inventory_the_roles_were_given() -> None:
     _, inventory = planned("local")
     exps = node_expectations("local", "node02")
-    hosts = [[h["address"], [h["name"]]] for h in inventory.group_vars["all"]["common_hosts"]]
+    hosts = [[h["address"], [h["name"]]] for h in inventory.tables["common_hosts"]]
     assert exps["hosts.file"].expected["entries"] == hosts
     # Byte for byte what roles/common/templates/hosts-block.j2 writes (checked live too).
     assert exps["hosts.file"].expected["text"] == (
         "172.31.77.10    ctl01\n172.31.77.11    node01\n"
         "172.31.77.12    node02\n172.31.77.13    node03"
     )
-    switches = inventory.group_vars["all"]["slurm_topology_switches"]
+    switches = inventory.tables["slurm_topology_switches"]
     assert exps["slurm.topology"].expected == switches[0]["name"] == "is00-su01"
     assert exps["host.name"].expected == "node02"
     assert exps["time.sync"].expected == "chrony"
@@ -257,14 +257,16 @@ def test_node_variables_merge_host_group_all_and_role_defaults_in_ansible_order(
             "pool_b": {"x": "b"},
         },
         host_vars={"n1": {"w": "host"}},
+        tables={"t": "tables"},
     )
-    merged = node_variables(inventory, "n1", {"x": "default", "v": "default"})
-    assert (merged["w"], merged["x"], merged["y"], merged["z"], merged["v"]) == (
+    merged = node_variables(inventory, "n1", {"x": "default", "v": "default", "t": "default"})
+    assert (merged["w"], merged["x"], merged["y"], merged["z"], merged["v"], merged["t"]) == (
         "host",
         "b",
         "a",
         "all",
         "default",
+        "tables",
     )
 
 
@@ -412,8 +414,5 @@ def test_pool_expectations_do_not_depend_on_which_node_is_asked() -> None:
     shared = [e for e in first.expectations if e.check not in own]
     assert shared == [e for e in last.expectations if e.check not in own]
     switch = {e.check: e for e in last.expectations}["slurm.topology"].expected
-    members = {
-        s["name"]: s.get("nodes", [])
-        for s in inventory.group_vars["all"]["slurm_topology_switches"]
-    }
+    members = {s["name"]: s.get("nodes", []) for s in inventory.tables["slurm_topology_switches"]}
     assert "gpu1250" in members[switch]

@@ -50,6 +50,7 @@ from myriad.ops.roll_state import FINAL, RollState, unfinished
 from myriad.ops.slurm import Slurm, current_user, jobs_by_node, reason_for
 from myriad.ops.slurmconf import Reload, diff_texts, reload_for_texts
 from myriad.provision.resolve import ResolvedCluster, resolve_cluster
+from myriad.render.tables import TABLE_VARIABLES, TABLES_FILE
 from myriad.render.writer import write_inventory
 from myriad.runner import TUNED, new_run_dir, run_playbook
 
@@ -145,11 +146,17 @@ def read_variables(path: Path) -> dict[str, Any]:
         raise OpsInputError(f"{path}:1: expected a mapping of role variables (name: value)")
     known = role_variables()
     for key in data:
-        if str(key) in known:
-            continue
         line = next(
             (i for i, row in enumerate(text.splitlines(), 1) if row.startswith(f"{key}:")), 1
         )
+        if str(key) in TABLE_VARIABLES:
+            # Both are extra vars: one would silently replace the other's table on every node.
+            raise OpsInputError(
+                f"{path}:{line}: {key} is a cluster-wide table the renderer writes from the "
+                f"spec (the inventory's {TABLES_FILE}); change the spec instead of overriding it"
+            )
+        if str(key) in known:
+            continue
         close = difflib.get_close_matches(str(key), sorted(known), n=1)
         hint = f"; did you mean {close[0]}?" if close else ""
         raise OpsInputError(

@@ -4,8 +4,11 @@
 groups and variables out. Groups: by role (`controller`, `login`, `compute`, `storage`), by pool
 (`pool_<name>`) and by island (`island_<nn>`). Cluster-wide settings go to `all`, what a
 server shape implies to its pool's group, and what differs per node (addresses, island,
-leaf switches) to host_vars. Every role variable carries its role's prefix and is
-documented in that role's `meta/argument_specs.yml`.
+leaf switches) to host_vars. Cluster-wide tables that grow with the node count (every host's
+address, Slurm's node lines and topology) go to `tables`, which no host merges: the writer
+puts them in `cluster_tables.yml` and playbook runs load that as extra vars (render.tables).
+Every role variable carries its role's prefix and is documented in that role's
+`meta/argument_specs.yml`.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from myriad.render.role_vars import (
     role_group_vars,
     slurm_topology,
 )
+from myriad.render.tables import FILE_MARKER, LOADED_MARKER, TABLE_VARIABLES, TABLES_FILE
 from myriad.spec.catalog_models import Catalog
 from myriad.spec.models import Cluster
 
@@ -49,6 +53,8 @@ class Inventory:
     host_vars: Mapping[str, Mapping[str, Any]]
     # Files beside the variables, by path relative to the inventory (monitoring/...).
     files: Mapping[str, str] = field(default_factory=dict)
+    # Cluster-wide tables, merged into no host: `cluster_tables.yml`, loaded as extra vars.
+    tables: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def hosts(self) -> Sequence[str]:
@@ -128,6 +134,7 @@ def build_inventory(
         "all": cluster_vars(spec, catalog, plan, nodes, addresses, filesystem=filesystem)
     }
     group_vars["all"]["slurm_topology_switches"] = slurm_topology(spec, plan, nodes)
+    tables = _split_tables(group_vars["all"])
     group_vars.update(role_group_vars(spec, nodes, addresses))
     for name, values in pool_vars_by_name.items():
         group_vars[f"pool_{name}"] = values
@@ -151,7 +158,17 @@ def build_inventory(
         group_vars=group_vars,
         host_vars=host_vars,
         files=files,
+        tables=tables,
     )
+
+
+def _split_tables(everything: dict[str, Any]) -> dict[str, Any]:
+    """Take the cluster-wide tables out of `all`; `all` then names the file they are in."""
+    tables = {name: everything.pop(name) for name in TABLE_VARIABLES if name in everything}
+    if not tables:
+        return {}
+    everything[FILE_MARKER] = TABLES_FILE
+    return {LOADED_MARKER: True, **tables}
 
 
 def _management_addresses(

@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 from myriad.render.inventory import Inventory
+from myriad.render.tables import TABLES_FILE
 
 # libyaml's emitter when PyYAML was built with it: 12,500 host files in about a second.
 _Base: type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
@@ -60,6 +61,12 @@ def write_inventory(inventory: Inventory, out: Path) -> Path:
         # JSON (which Ansible reads like YAML) for the one file per host: PyYAML's
         # representer would spend seconds on 12,500 small files.
         _write_vars(staging / "host_vars", inventory.host_vars, ".json", _dump_json)
+        if inventory.tables:
+            # Not in group_vars: Ansible would copy them into every host's variables. Playbook
+            # runs load this file as extra vars (render.tables). JSON, which is YAML too, and
+            # without a comment: Ansible then reads it with its JSON parser, for h100-100k's
+            # 0.5 MB 0.9 s instead of 3.4 s of its YAML loader on every playbook run.
+            _write(staging / TABLES_FILE, _dump_json(dict(inventory.tables)))
         for relative, text in inventory.files.items():
             (staging / relative).parent.mkdir(parents=True, exist_ok=True)
             _write(staging / relative, text)

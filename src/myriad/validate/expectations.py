@@ -90,12 +90,14 @@ def _group_scopes(inventory: Inventory) -> dict[str, list[str]]:
 def node_variables(
     inventory: Inventory, node: str, defaults: Mapping[str, Any]
 ) -> Mapping[str, Any]:
-    """A node's variables as Ansible merges inventory ones: host, groups, all, role defaults."""
+    """A node's variables as Ansible merges inventory ones: host, groups, all, role defaults;
+    the cluster-wide tables (extra vars, named nowhere else) above role defaults."""
     scopes = _group_scopes(inventory).get(node, [])
     return ChainMap(
         dict(inventory.host_vars.get(node, {})),
         *(dict(inventory.group_vars[g]) for g in scopes),
         dict(inventory.group_vars.get("all", {})),
+        dict(inventory.tables),
         dict(defaults),
     )
 
@@ -110,9 +112,10 @@ def expect(
     """Every node's expectations; linear in nodes, one derivation per kind of node."""
     scopes = _group_scopes(inventory)
     all_vars = inventory.group_vars.get("all", {})
-    switch_of = _switch_of(all_vars)
+    tables = inventory.tables
+    switch_of = _switch_of(tables)
     controllers = tuple(entry["name"] for entry in all_vars.get("slurm_controllers") or [])
-    node_sets: list[Mapping[str, Any]] = all_vars.get("slurm_nodes") or []
+    node_sets: list[Mapping[str, Any]] = tables.get("slurm_nodes") or []
     set_of = {name: i for i, node_set in enumerate(node_sets) for name in node_set.get("names", [])}
     shared_checks = [check for check in CHECKS if not check.per_node]
     own_checks = [check for check in CHECKS if check.per_node]
@@ -130,6 +133,7 @@ def expect(
             variables=ChainMap(
                 *(dict(inventory.group_vars[g]) for g in scopes.get(names[0], [])),
                 dict(all_vars),
+                dict(tables),
                 dict(defaults),
             ),
             compute_ports=tuple(ports(profile, catalog, "compute", fabric)),
