@@ -131,7 +131,7 @@ def write_seeds(
     """Each node's seed archive, also written to `<state>/seeds/<node>.tar.gz` (mode 0600:
     it holds the munge key)."""
     key = munge_key(state) if slurm else None
-    tables = getattr(inventory, "tables", None) or {}
+    tables = json.dumps(dict(inventory.tables)).encode() if inventory.tables else b""
     folder = state.root / "seeds"
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     archives = {}

@@ -16,6 +16,7 @@ from typing import Any
 
 from myriad.plan.nodes import iter_nodes
 from myriad.render.inventory import Inventory
+from myriad.render.tables import FILE_MARKER
 from myriad.spec.models import Cluster
 
 BUILD_HOST = "image-build"
@@ -51,9 +52,11 @@ def image_build_inventory(
         )
     host_vars.update(connection)
     host_vars["myriad_image_build"] = True
-    # The record of the image being replaced is no input of the new one.
+    # The record of the image being replaced is no input of the new one; the build reads no
+    # cluster table, so it is not told of a tables file.
+    dropped = {"myriad_image", FILE_MARKER}
     group_vars = {
-        g: {k: v for k, v in values.items() if k != "myriad_image"}
+        g: {k: v for k, v in values.items() if k not in dropped}
         for g, values in inventory.group_vars.items()
         if g == "all" or g in groups
     }

@@ -21,6 +21,7 @@ from typing import Any
 import yaml
 
 from myriad.render.inventory import Inventory
+from myriad.render.tables import TABLES_FILE
 
 # Where the seed lives on the node; the image's systemd unit waits for SEED_DIR/seed.json.
 SEED_DIR = "/var/lib/myriad/seed"
@@ -54,11 +55,13 @@ def seed_files(
     inventory: Inventory,
     node: str,
     *,
-    tables: Mapping[str, Any],
+    tables: Mapping[str, Any] | bytes,
     health_document: bytes | None = None,
     munge_key: bytes | None = None,
 ) -> dict[str, bytes]:
-    """The seed's files by path relative to SEED_DIR, `seed.json` (node, digest) included."""
+    """The seed's files by path relative to SEED_DIR, `seed.json` (node, digest) included.
+    `tables`: the inventory's cluster tables, or their JSON already made (once for every
+    node of a big cluster)."""
     document = seed_inventory(inventory, node)
     if munge_key is not None:
         # The slurm role installs the key from here: a node converging itself cannot read
@@ -66,7 +69,10 @@ def seed_files(
         document["all"]["hosts"][node]["slurm_munge_key_file"] = f"{SEED_DIR}/{MUNGE_KEY}"
     files: dict[str, bytes] = {"inventory/hosts.yml": _yaml(document)}
     if tables:
-        files["inventory/cluster_tables.yml"] = _yaml(dict(tables))
+        # JSON, as the inventory writes it: YAML to Ansible, and quick at 12,500 nodes.
+        files[f"inventory/{TABLES_FILE}"] = (
+            tables if isinstance(tables, bytes) else json.dumps(dict(tables)).encode()
+        )
     if node in inventory.groups.get("monitoring_server", ()):
         for relative, text in inventory.files.items():
             if relative.startswith("monitoring/"):
