@@ -34,6 +34,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 # Unique cluster names and free subnets, shared with the integration tests.
 sys.path.insert(0, str(ROOT / "tests"))
+from myriad.provision.local import CLUSTER_LABEL  # noqa: E402
+
 from run_names import free_subnet, unique_name  # noqa: E402
 
 LOCAL = ROOT / "inventories" / "local" / "cluster.yaml"
@@ -111,7 +113,7 @@ class Measured:
 def container_cpu_seconds(cluster: str) -> float:
     """CPU seconds used so far by the cluster's containers (cgroup v1 cpuacct or v2 cpu.stat)."""
     ids = subprocess.run(
-        ["docker", "ps", "-q", "--no-trunc", "--filter", f"label=myriad.cluster={cluster}"],
+        ["docker", "ps", "-q", "--no-trunc", "--filter", f"label={CLUSTER_LABEL}={cluster}"],
         capture_output=True, text=True, timeout=60, check=True,
     ).stdout.split()  # fmt: skip
     total = 0.0
