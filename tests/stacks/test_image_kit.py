@@ -53,3 +53,12 @@ def test_the_kit_carries_ansible_the_roles_and_a_local_build_inventory(
     assert main(["image", "build", str(spec), "--profile", "p5-node"]) == 0
     assert "current, not rebuilt" in capsys.readouterr().out
     assert len(list(images.glob("*.kit.tar.gz"))) == 1
+
+
+def test_a_profile_no_pool_uses_is_refused_naming_those_in_use(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("MYRIAD_STATE_DIR", str(tmp_path))
+    assert main(["image", "build", str(SPEC), "--profile", "p4-node"]) == 2
+    assert "profiles in use: head, p5-node" in capsys.readouterr().err
+    assert not (tmp_path / "aws-dev" / "images").exists()

@@ -26,7 +26,7 @@ from myriad import paths
 from myriad.bringup.flow import ClusterState, cluster_state, planned
 from myriad.bringup.lock import hold_cluster_lock
 from myriad.bringup.reporting import Reporter
-from myriad.errors import FlowError, RunInterrupted
+from myriad.errors import BadArguments, FlowError, RunInterrupted
 from myriad.fsutil import atomic_write_text
 from myriad.plan.node_images import ImageArchive, ImageManifest
 from myriad.plan.pipeline import PlanResult
@@ -39,6 +39,7 @@ from myriad.render.image_inventory import (
 from myriad.render.inventory import Inventory, build_inventory
 from myriad.render.writer import write_inventory
 from myriad.runner import TUNED, Timeouts, Tuning, new_run_dir, run_playbook
+from myriad.spec.models import Cluster
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +94,19 @@ def image_variables() -> set[str]:
     return names - {"myriad_image", "myriad_address"}
 
 
+def chosen_profiles(spec: Cluster, profiles: Sequence[str] | None) -> list[str]:
+    """The profiles asked for (all in use when none); BadArguments for one no pool uses."""
+    in_use = profiles_in_use(spec)
+    wanted = list(profiles) if profiles else in_use
+    unknown = sorted(set(wanted) - set(in_use))
+    if unknown:
+        raise BadArguments(
+            f"--profile {', '.join(unknown)}: no pool of {spec.metadata.name} uses it; profiles "
+            "in use: " + ", ".join(in_use)
+        )
+    return wanted
+
+
 def content_hash(base: str, bundle: str, inputs: str) -> str:
     return hashlib.sha256(f"base={base}\nbundle={bundle}\ninputs={inputs}\n".encode()).hexdigest()
 
@@ -110,13 +124,7 @@ def build_images(
 ) -> dict[str, ImageOutcome]:
     """Each profile's image, built only where its content hash changed (or `force`)."""
     spec = result.loaded.spec
-    wanted = list(profiles) if profiles else profiles_in_use(spec)
-    unknown = sorted(set(wanted) - set(profiles_in_use(spec)))
-    if unknown:
-        raise FlowError(
-            f"no pool uses profile {', '.join(unknown)}; profiles in use: "
-            + ", ".join(profiles_in_use(spec))
-        )
+    wanted = chosen_profiles(spec, profiles)
     base = local_image.base_image_id()
     bundle = converge_bundle.bundle_digest()
     variables = image_variables()
@@ -273,7 +281,7 @@ def image_build(
     kind = spec.provider.kind
     with hold_cluster_lock(state, "image build", wait_s=wait_s):
         if kind == "aws":
-            wanted = list(profiles) or profiles_in_use(spec)
+            wanted = chosen_profiles(spec, profiles)
             outcomes = {p: build_kit(result, inventory, state, p) for p in wanted}
         else:
             archive = kind == "baremetal"
