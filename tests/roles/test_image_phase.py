@@ -44,10 +44,10 @@ def plays(name: str) -> list[dict[str, Any]]:
     return loaded
 
 
-def site_hosts() -> dict[str, str]:
-    """Each role of site.yml and the hosts of its play."""
+def site_plays() -> dict[str, dict[str, Any]]:
+    """Each role of site.yml and its play."""
     return {
-        (role["role"] if isinstance(role, dict) else role): play["hosts"]
+        (role["role"] if isinstance(role, dict) else role): play
         for play in plays("site.yml")
         for role in play.get("roles", [])
     }
@@ -153,12 +153,12 @@ def test_image_sorts_with_the_site_play_and_follows_site_order() -> None:
         "ansible.builtin.import_playbook": "layers.yml",
     }
     assert plays("site.yml")[0] == plays("image.yml")[0]
-    hosts = site_hosts()
+    site = site_plays()
     order = [role for role, _ in image_plays()]
-    assert order == [role for role in hosts if role in order], "image.yml is out of site order"
+    assert order == [role for role in site if role in order], "image.yml is out of site order"
     for role, play in image_plays():
-        assert play["hosts"] == hosts[role], role
-        assert play["tags"] == [role], role
+        assert play["hosts"] == site[role]["hosts"], role
+        assert play["tags"] == site[role]["tags"], role
         assert play["become"] is True, role
 
 
