@@ -124,6 +124,16 @@ def test_image_holds_every_part_of_the_profile(image: tuple[str, Path]) -> None:
     assert in_node(container, "test -x /usr/local/sbin/myriad-slurm-metrics && echo yes") == "yes"
 
 
+def test_image_leaves_each_part_s_daemons_to_the_node(image: tuple[str, Path]) -> None:
+    """The image serves the controller and the compute nodes: neither's daemons start at boot."""
+    container, _ = image
+    units = ["slurmctld", "slurmd", "prometheus", "prometheus-alertmanager"]
+    enabled = in_node(container, f"systemctl is-enabled {' '.join(units)}; true").split()
+    assert enabled == ["disabled"] * len(units)
+    # What every node of the profile runs stays on.
+    assert in_node(container, "systemctl is-enabled prometheus-node-exporter") == "enabled"
+
+
 def test_image_holds_no_key_and_no_cluster_configuration(image: tuple[str, Path]) -> None:
     container, _ = image
     absent = "/etc/munge/munge.key /etc/slurm/slurm.conf /etc/prometheus/targets/node.json"

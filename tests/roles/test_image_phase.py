@@ -210,3 +210,14 @@ def test_the_scan_finds_what_the_image_steps_read() -> None:
     # A per-node name in a file the image step imports is found, a cluster-wide one is not.
     assert PER_NODE.search('    name: "{{ slurm_node_name }}"')
     assert not PER_NODE.search('    name: "{{ slurm_cluster_name }}"')
+
+
+def test_every_site_role_decides_about_the_image() -> None:
+    """A role of site.yml has an image step, or is one of these (all their work is per node)."""
+    converge_only = {"netnames", "infiniband", "nccl", "health"}
+    assert set(site_plays()) - set(IMAGE_ROLES) == converge_only
+
+
+@pytest.mark.parametrize("role", sorted(site_plays()))
+def test_every_role_readme_says_what_its_image_phase_does(role: str) -> None:
+    assert "\n## Image phase\n" in (ROLES / role / "README.md").read_text()
