@@ -1,5 +1,6 @@
 """The site playbook's first play puts each node in the groups of the layers it needs.
 
+That play lives in playbooks/layers.yml, which site.yml and image.yml both import first.
 It runs that play for real (ansible-playbook, no node is contacted: group_by works on the
 controller's inventory) on inventories rendered from the examples, and reads the groups back.
 A layer play targets only its group, so a wrong group means a node skips a layer it needs.
@@ -22,6 +23,7 @@ from myriad.spec import load_spec_text
 
 ROOT = Path(__file__).resolve().parents[2]
 SITE = ROOT / "playbooks" / "site.yml"
+LAYERS = ROOT / "playbooks" / "layers.yml"
 ANSIBLE_PLAYBOOK = Path(sys.executable).parent / "ansible-playbook"
 
 
@@ -40,7 +42,7 @@ def run_sort_play(
     assert result.plan is not None
     inventory = build_inventory(result.loaded.spec, result.loaded.catalog, result.plan)
     write_inventory(inventory, tmp_path / "inventory")
-    sort_play = yaml.safe_load(SITE.read_text())[0]
+    sort_play = yaml.safe_load(LAYERS.read_text())[0]
     assert sort_play["name"] == "Sort the nodes by the layers they need"
     # Facts would need the nodes; the layers come from inventory variables only.
     sort_play = {**sort_play, "gather_facts": False}
@@ -134,6 +136,13 @@ def test_roce_cluster_layers(tmp_path: Path) -> None:
     assert groups["myriad_layer_rdma"] == gpus
     assert "myriad_layer_infiniband" not in groups
     assert len(groups["myriad_layer_slurm"]) == 5
+
+
+def test_site_and_image_playbooks_sort_first() -> None:
+    """Both playbooks start with the shared sorting play (a layer play needs its group)."""
+    for name in ("site.yml", "image.yml"):
+        first = yaml.safe_load((ROOT / "playbooks" / name).read_text())[0]
+        assert first["ansible.builtin.import_playbook"] == "layers.yml", name
 
 
 @pytest.mark.slow
