@@ -89,8 +89,9 @@ def image_variables() -> set[str]:
         path = paths.playbook(playbook)
         if path.is_file():
             names.update(_VARIABLE.findall(path.read_text()))
-    declared = yaml.safe_load(paths.playbook("vars/myriad.yml").read_text())
-    names.update(declared.get("myriad_argument_spec", {}))
+    # The declarations of every myriad_* variable: the file's one top-level mapping.
+    for declarations in yaml.safe_load(paths.playbook("vars/myriad.yml").read_text()).values():
+        names.update(declarations)
     return names - {"myriad_image", "myriad_address"}
 
 
