@@ -68,12 +68,10 @@ def unit(session: nox.Session) -> None:
 def roles(session: nox.Session) -> None:
     """What runs Ansible: the slow playbook checks without Docker (the site playbook's layer
     groups, every role's preflight on every example and OS, the NCCL role's file), then
-    `molecule test` of every role scenario and the image phase of the local profile (Docker
-    and the node image)."""
+    `molecule test` of every role scenario (Docker and the node image); the image phase runs
+    for real in tests/integration/test_image_mode_local.py."""
     _pytest(session, "-m", "slow and not docker", *(f"--ignore={p}" for p in LINT_TESTS))
-    _pytest(
-        session, "tests/roles/test_molecule.py", "tests/roles/test_image_build.py", "-m", "docker"
-    )
+    _pytest(session, "tests/roles/test_molecule.py", "-m", "docker")
 
 
 @nox.session

@@ -58,10 +58,18 @@ class Imaged:
         )  # fmt: skip
 
     def image_of(self, node: str) -> str:
-        return subprocess.run(
-            ["docker", "inspect", "--format", "{{.Config.Image}}", f"{self.name}-{node}"],
-            capture_output=True, text=True, timeout=60, check=True,
-        ).stdout.strip()  # fmt: skip
+        """The id of the image the node's container was made from."""
+        return docker("inspect", "--format", "{{.Image}}", f"{self.name}-{node}")
+
+
+def docker(*args: str) -> str:
+    return subprocess.run(
+        ["docker", *args], capture_output=True, text=True, timeout=60, check=True
+    ).stdout.strip()
+
+
+def image_id(tag: object) -> str:
+    return docker("image", "inspect", "--format", "{{.Id}}", str(tag))
 
 
 @pytest.fixture(scope="module")
@@ -100,11 +108,19 @@ def test_first_up_builds_once_and_every_node_converges_itself(imaged: Imaged) ->
     assert "the cluster matches its spec" in up.stdout
     # Every node runs the image, and knows which one it runs.
     for node in NODES:
-        assert imaged.image_of(node) == record["tag"]
+        assert imaged.image_of(node) == image_id(record["tag"])
         on_node = json.loads(imaged.node(node, "cat", "/etc/myriad/image.json").stdout)
         assert on_node["content_hash"] == record["content_hash"]
     packages = record["packages"]
     assert isinstance(packages, dict) and {"slurmd", "slurmctld", "munge"} <= set(packages)
+    # The image as committed: every part's packages, no secret, no cluster configuration, and
+    # neither part's daemons on at boot (one image serves the controller and compute nodes).
+    baked = docker(
+        "run", "--rm", "--entrypoint", "sh", str(record["tag"]), "-c",
+        "for f in /etc/munge/munge.key /etc/slurm/slurm.conf; do test -e $f && echo $f; done;"
+        " systemctl is-enabled slurmctld slurmd prometheus myriad-converge; true",
+    )  # fmt: skip
+    assert baked.split() == ["disabled", "disabled", "disabled", "enabled"], baked
     # The image holds no secret: the cluster's munge key came with each node's seed.
     keys = {imaged.node(n, "sha256sum", "/etc/munge/munge.key").stdout.split()[0] for n in NODES}
     assert len(keys) == 1
@@ -163,7 +179,7 @@ def test_an_image_variable_rebuilds_the_image_and_the_roll_moves_every_node(
     packages = new["packages"]
     assert isinstance(packages, dict) and "tree" in packages
     for node in NODES:
-        assert imaged.image_of(node) == new["tag"]
+        assert imaged.image_of(node) == image_id(new["tag"])
         assert imaged.node(node, "dpkg-query", "-W", "tree").returncode == 0, node
 
 
