@@ -160,11 +160,14 @@ def compare_modes(sizes: list[int], modes: list[str], keep: bool) -> int:
     return check_mode_targets(rows)
 
 
+MODES_HEADER = (
+    "| mode | nodes | run | wall s | of which image build s | controller CPU s/node "
+    "| node CPU s/node |\n|---|---:|---|---:|---:|---:|---:|"
+)
+
+
 def print_modes(rows: list[tuple[str, int, str, Measured]]) -> None:
-    print(
-        "| mode | nodes | run | wall s | of which image build s | controller CPU s/node "
-        "| node CPU s/node |\n|---|---:|---|---:|---:|---:|---:|"
-    )
+    print(MODES_HEADER)
     for mode, nodes, label, m in rows:
         flag = "" if m.ok else " FAILED"
         print(
