@@ -432,7 +432,11 @@ def test_dcgm_exporter_unit_is_written_for_real_use() -> None:
     defaults = yaml.safe_load((role / "defaults" / "main.yml").read_text())
     assert re.fullmatch(r"\d+\.\d+\.\d+-\d+", defaults["monitoring_dcgm_exporter_version"])
     assert defaults["monitoring_dcgm_exporter_listen"] == ":9400"
-    tasks = (role / "tasks" / "dcgm_exporter.yml").read_text()
+    # The install steps (also the image phase's) and the node's own.
+    tasks = "".join(
+        (role / "tasks" / name).read_text()
+        for name in ("dcgm_exporter_install.yml", "dcgm_exporter.yml")
+    )
     assert "datacenter-gpu-manager-exporter={{ monitoring_dcgm_exporter_version }}" in tasks
     assert "selection: hold" in tasks
 
