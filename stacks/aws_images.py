@@ -60,7 +60,7 @@ import yaml
 from myriad.plan.node_images import ImageManifest
 from myriad.spec.models import Cluster
 from stacks.interface import StackError
-from stacks.pxe_images import image_mode, manifest_file, read_manifest, sha256_of
+from stacks.pxe_images import load_records, sha256_of
 
 # Where the kit puts the build inventory, and the play the component runs with it.
 BUILD_INVENTORY = "/opt/myriad/image-build/hosts.yml"
@@ -87,27 +87,15 @@ SEED_PROGRAM = "/usr/local/sbin/myriad-seed-fetch"
 
 def load_kits(spec: Cluster, images_dir: Path) -> dict[str, ImageManifest]:
     """Profile → image record with a build kit; empty in push mode (nothing is read then)."""
-    if not image_mode(spec):
-        return {}
-    found: dict[str, ImageManifest] = {}
-    for profile in sorted({pool.profile for pool in spec.pools}):
-        path = manifest_file(images_dir, profile)
-        manifest = read_manifest(path)
-        if manifest is None or manifest.kit is None:
-            continue
-        if manifest.cluster != spec.metadata.name or manifest.profile != profile:
-            raise StackError(
-                f"{path} records an image of cluster {manifest.cluster} profile "
-                f"{manifest.profile}, not {spec.metadata.name} {profile}; build it again with "
-                f"`myriad image build --profile {profile}`"
-            )
+    found = load_records(spec, images_dir, lambda manifest: manifest.kit)
+    for profile, manifest in found.items():
+        assert manifest.kit is not None
         kit = images_dir / manifest.kit.file
         if not kit.is_file():
             raise StackError(
                 f"{kit} is missing: the image record of profile {profile} names it; write it "
                 f"again with `myriad image build --profile {profile}`"
             )
-        found[profile] = manifest
     return found
 
 

@@ -38,7 +38,7 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -127,18 +127,20 @@ def read_manifest(path: Path) -> ImageManifest | None:
         ) from None
 
 
-def load_images(spec: Cluster, images_dir: Path) -> dict[str, ImageManifest]:
-    """Profile → image record with an archive, for the profiles the spec's pools use.
-
-    Empty in push mode: a push-mode rendering never reads the state folder.
-    """
+def load_records(
+    spec: Cluster, images_dir: Path, carries: Callable[[ImageManifest], object]
+) -> dict[str, ImageManifest]:
+    """Profile → image record, for the profiles the spec's pools use whose record `carries`
+    what the stack needs (bare metal: an archive; AWS: a kit). Empty in push mode: a
+    push-mode rendering never reads the state folder. A record of another cluster or
+    profile is refused."""
     if not image_mode(spec):
         return {}
     found: dict[str, ImageManifest] = {}
     for profile in sorted({pool.profile for pool in spec.pools}):
         path = manifest_file(images_dir, profile)
         manifest = read_manifest(path)
-        if manifest is None or manifest.archive is None:
+        if manifest is None or carries(manifest) is None:
             continue
         if manifest.cluster != spec.metadata.name or manifest.profile != profile:
             raise StackError(
@@ -148,6 +150,11 @@ def load_images(spec: Cluster, images_dir: Path) -> dict[str, ImageManifest]:
             )
         found[profile] = manifest
     return found
+
+
+def load_images(spec: Cluster, images_dir: Path) -> dict[str, ImageManifest]:
+    """Profile → image record with an archive (what the PXE install unpacks)."""
+    return load_records(spec, images_dir, lambda manifest: manifest.archive)
 
 
 def installs_for(
