@@ -9,11 +9,10 @@ and the node count the text gives for the default mode is the spec's.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 
+from benchmark_module import load_benchmark
 from myriad.spec.bringup import IMAGE_MODE_MIN_NODES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -23,13 +22,7 @@ TIMES = "\N{MULTIPLICATION SIGN}"
 
 
 def benchmark() -> ModuleType:
-    path = ROOT / "benchmarks" / "bringup.py"
-    spec = importlib.util.spec_from_file_location("bringup_benchmark", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("bringup")
 
 
 def section() -> str:

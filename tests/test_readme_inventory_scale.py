@@ -9,12 +9,11 @@ row's `ok` or `FAIL` is what the benchmark concludes from the figures shown.
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
 from pathlib import Path
 from types import ModuleType
 
+from benchmark_module import load_benchmark
 from myriad.plan.pipeline import plan_loaded
 from myriad.render.inventory import build_inventory
 from myriad.spec import load_spec
@@ -25,14 +24,7 @@ SECTION = "### Inventory at scale"
 
 
 def benchmark() -> ModuleType:
-    path = ROOT / "benchmarks" / "inventory_scale.py"
-    spec = importlib.util.spec_from_file_location("inventory_scale", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    # Dataclasses look their module up in sys.modules while the class is made.
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("inventory_scale")
 
 
 def table() -> list[str]:
