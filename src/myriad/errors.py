@@ -103,6 +103,13 @@ class LocalClusterError(MyriadError):
     exit_code = 1
 
 
+class NodesLeftTheSpec(LocalClusterError):
+    """Containers of nodes the spec no longer names: `up` never removes a node (its jobs
+    would die with it); `myriad remove` drains it and waits for them."""
+
+    exit_code = 2
+
+
 class NodeImageError(MyriadError, RuntimeError):
     """The local cluster's node image could not be built or found."""
 

@@ -478,8 +478,59 @@ def test_up_records_the_run_before_the_containers_change(
 
     monkeypatch.setattr(node_image, "ensure_node_image", lambda recipe: "sha256:" + "0" * 64)
     monkeypatch.setattr(node_image, "node_image_recipe", lambda: None)
+    monkeypatch.setattr(verbs.local, "container_states", lambda spec: {})
     monkeypatch.setattr(verbs.local, "converge", converge)
     assert main(["up", str(LOCAL)]) == 130
     assert seen["status"] == flow.RUNNING and seen["locked"] is True
     assert seen["failed_hosts"] == ["ctl01", "node01", "node02", "node03"]
     assert not lock.is_locked(state_dir / "local")
+
+
+def test_up_refuses_a_node_the_spec_no_longer_names_before_anything_changes(
+    state_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A lowered count must go through `myriad remove` (drain, wait for jobs): `up` would
+    remove the container with its jobs, so it refuses, records no run and touches no node."""
+    running = {
+        f"local-{n}": ("running", "cfg") for n in ("ctl01", "node01", "node02", "node03", "node04")
+    }
+    monkeypatch.setattr(verbs.local, "container_states", lambda spec: running)
+
+    def converge(spec: Any, **options: Any) -> None:
+        raise AssertionError("up converged although a node left the spec")
+
+    monkeypatch.setattr(verbs.local, "converge", converge)
+    assert main(["up", str(LOCAL)]) == 2
+    err = capsys.readouterr().err
+    assert f"{LOCAL}: node04 no longer in the spec but still running" in err
+    assert f"`myriad remove {LOCAL} node04` drains them" in err
+    assert "Traceback" not in err
+    assert "last_bringup" not in flow.cluster_state("local").read_status()
+    assert not lock.is_locked(state_dir / "local")
+
+
+def test_converge_itself_never_removes_a_container_the_spec_no_longer_names(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from myriad.errors import NodesLeftTheSpec
+    from myriad.provision import local
+
+    spec = plan_loaded(load_example("local")).loaded.spec
+    calls: list[tuple[str, ...]] = []
+
+    def fake_docker(*args: str, **kwargs: Any) -> str:
+        calls.append(args)
+        if args[:2] == ("network", "ls"):
+            return local.network_name(spec)
+        if args[:2] == ("network", "inspect"):
+            return spec.network.addressing.management
+        if args[:2] == ("image", "inspect"):
+            return "sha256:1"
+        if args[:1] == ("ps",):
+            return "local-node09\trunning\tcfg\n"
+        raise AssertionError(args)
+
+    monkeypatch.setattr(local, "docker", fake_docker)
+    with pytest.raises(NodesLeftTheSpec, match="node09 no longer in the spec"):
+        local.converge(spec)
+    assert not [c for c in calls if c[:1] == ("rm",)]

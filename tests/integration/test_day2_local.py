@@ -430,7 +430,7 @@ def test_scale_out_keeps_a_running_job(day2: Day2) -> None:
 @pytest.mark.docker
 @pytest.mark.slow
 def test_remove_waits_for_the_job_then_takes_the_node_out(day2: Day2) -> None:
-    job = submit(day2, "node04", 20)
+    job = submit(day2, "node04", 30)
     wait_until(
         "the job running",
         lambda: day2.node("ctl01", "squeue", "-h", "-j", job, "-o", "%T").strip() == "RUNNING",
@@ -440,6 +440,11 @@ def test_remove_waits_for_the_job_then_takes_the_node_out(day2: Day2) -> None:
     assert refused.returncode == 2 and "node04 still in the spec" in refused.stderr
     text = day2.spec.read_text()
     day2.spec.write_text(text.replace("count: 4, role: compute", "count: 3, role: compute"))
+    # `up` would take the container and its job with it: it refuses and points to remove.
+    not_up = day2.myriad("up", str(day2.spec), "--no-validate", timeout=120)
+    assert not_up.returncode == 2, not_up.stdout[-3000:] + not_up.stderr[-3000:]
+    assert f"`myriad remove {day2.spec} node04`" in not_up.stderr
+    assert day2.node("ctl01", "squeue", "-h", "-j", job, "-o", "%T").strip() == "RUNNING"
     started = time.monotonic()
     removed = day2.myriad("remove", str(day2.spec), "node04", "--reason", "scale in")
     print(f"remove of node04 with a 20 s job: {time.monotonic() - started:.0f} s")

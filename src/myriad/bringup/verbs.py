@@ -90,6 +90,7 @@ def _up_locked(
     reimage: Reimager | None = None,
 ) -> int:
     spec = result.loaded.spec
+    local.refuse_surplus(spec, str(spec_path))
     # Before the containers change: a run killed from here on shows as incomplete.
     record_started(state, limit or [n.name for n in local.local_nodes(spec)], tuning)
     with reporter.phase("node image") as notes:

@@ -2,8 +2,9 @@
 
 The containers stand in for machines: the same inventory, roles and validation run against
 them as against a real cluster. `converge` makes Docker match the spec (create what is
-missing, start what is stopped, remove what the spec no longer has) and is fast when
-nothing differs; `remove` takes everything away again.
+missing, start what is stopped) and is fast when nothing differs; a node the spec no longer
+names is refused, never removed, since its jobs would die with it (`myriad remove` drains it
+first); `remove` takes everything away again.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Literal
 
-from myriad.errors import LocalClusterError
+from myriad.errors import LocalClusterError, NodesLeftTheSpec
 from myriad.plan.addresses import host_addresses
 from myriad.plan.nodes import container_name, iter_nodes
 from myriad.provision.node_image import IMAGE_TAG
@@ -43,7 +44,7 @@ SYSTEMD_RUN_OPTIONS = (
 )  # fmt: skip
 
 # stale: kept running although made from another image or options (`recreate=False`).
-NodeState = Literal["created", "started", "running", "removed", "stale"]
+NodeState = Literal["created", "started", "running", "stale"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,6 +174,28 @@ def container_states(spec: Cluster) -> dict[str, tuple[str, str]]:
     return states
 
 
+def surplus_nodes(spec: Cluster, states: Mapping[str, tuple[str, str]]) -> list[str]:
+    """Nodes with a container of this cluster that the spec no longer names."""
+    wanted = {n.container for n in local_nodes(spec)}
+    prefix = container_name(spec, "")
+    return sorted(c.removeprefix(prefix) for c in states if c not in wanted)
+
+
+def refuse_surplus(
+    spec: Cluster, spec_file: str = "SPEC", states: Mapping[str, tuple[str, str]] | None = None
+) -> None:
+    """Raise NodesLeftTheSpec when containers of nodes the spec no longer names exist."""
+    surplus = surplus_nodes(spec, container_states(spec) if states is None else states)
+    if surplus:
+        names = ",".join(surplus)
+        raise NodesLeftTheSpec(
+            f"{spec_file}: {names} no longer in the spec but still running: bringing the "
+            f"cluster to the spec would remove them with their jobs; `myriad remove {spec_file} "
+            f"{names}` drains them, waits for their jobs and takes them out (or raise the "
+            "pool's count back)"
+        )
+
+
 def _run_arguments(spec: Cluster, node: LocalNode, image_id: str) -> list[str]:
     return [
         "--name", node.container,
@@ -233,10 +256,8 @@ def converge(
     ids = {ref: docker("image", "inspect", "--format", "{{.Id}}", ref).strip() for ref in refs}
     wanted = local_nodes(spec)
     states = container_states(spec)
+    refuse_surplus(spec, states=states)
     outcome: dict[str, NodeState] = {}
-    for container in sorted(set(states) - {n.container for n in wanted}):
-        docker("rm", "--force", container)
-        outcome[container] = "removed"
 
     def bring(node: LocalNode) -> tuple[str, NodeState]:
         arguments = _run_arguments(spec, node, ids[(images or {}).get(node.name, image)])
