@@ -15,16 +15,11 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 from myriad.plan.nodes import iter_nodes
-from myriad.render.inventory import Inventory
+from myriad.render.inventory import CONNECTION_VARS, Inventory
 from myriad.render.tables import FILE_MARKER
 from myriad.spec.models import Cluster
 
 BUILD_HOST = "image-build"
-# How the controller reaches a node: the build host has its own.
-_CONNECTION_VARS = frozenset(
-    {"ansible_connection", "ansible_host", "ansible_user", "ansible_port", "ansible_become",
-     "ansible_python_interpreter"}
-)  # fmt: skip
 
 
 def profiles_in_use(spec: Cluster) -> list[str]:
@@ -48,7 +43,7 @@ def image_build_inventory(
             continue
         first = next(n for n in inventory.groups[f"pool_{pool.name}"])
         host_vars.update(
-            {k: v for k, v in inventory.host_vars[first].items() if k not in _CONNECTION_VARS}
+            {k: v for k, v in inventory.host_vars[first].items() if k not in CONNECTION_VARS}
         )
     host_vars.update(connection)
     host_vars["myriad_image_build"] = True
@@ -82,6 +77,6 @@ def build_inputs_digest(build: Inventory, image_variables: Collection[str]) -> s
     inputs = {
         "groups": sorted(build.groups),
         "values": {k: merged[k] for k in sorted(image_variables) if k in merged},
-        "host_vars": sorted(k for k in host if k not in _CONNECTION_VARS),
+        "host_vars": sorted(k for k in host if k not in CONNECTION_VARS),
     }
     return hashlib.sha256(json.dumps(inputs, sort_keys=True, default=str).encode()).hexdigest()

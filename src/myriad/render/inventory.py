@@ -35,6 +35,11 @@ from myriad.spec.catalog_models import Catalog
 from myriad.spec.models import Cluster
 
 ROLE_GROUPS = ("controller", "login", "compute", "storage")
+# How the controller reaches a node: an image build host or a node converging itself has its own.
+CONNECTION_VARS = frozenset(
+    {"ansible_connection", "ansible_host", "ansible_user", "ansible_port", "ansible_become",
+     "ansible_python_interpreter"}
+)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)

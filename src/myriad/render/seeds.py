@@ -20,21 +20,17 @@ from typing import Any
 
 import yaml
 
-from myriad.render.inventory import Inventory
+from myriad.render.inventory import CONNECTION_VARS, Inventory
 from myriad.render.tables import TABLES_FILE
 
 # Where the seed lives on the node; the image's systemd unit waits for SEED_DIR/seed.json.
 SEED_DIR = "/var/lib/myriad/seed"
 MUNGE_KEY = "munge.key"
-# Variables that say how the controller reaches a node: a node reaching itself drops them.
-_CONNECTION_VARS = frozenset(
-    {"ansible_connection", "ansible_host", "ansible_user", "ansible_port", "ansible_become"}
-)
 
 
 def seed_inventory(inventory: Inventory, node: str) -> dict[str, Any]:
     """hosts.yml of one node: Ansible merges its groups' variables as it would in push mode."""
-    host_vars = {k: v for k, v in inventory.host_vars[node].items() if k not in _CONNECTION_VARS}
+    host_vars = {k: v for k, v in inventory.host_vars[node].items() if k not in CONNECTION_VARS}
     host_vars.update(ansible_connection="local", ansible_python_interpreter="/usr/bin/python3")
     children: dict[str, Any] = {}
     for group, members in inventory.groups.items():
