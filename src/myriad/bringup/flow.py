@@ -26,11 +26,13 @@ from typing import Any
 from rich.console import Console
 
 from myriad import paths
+from myriad.bringup.image_records import read_manifests
 from myriad.bringup.reporting import Reporter
 from myriad.errors import FlowError, RunInterrupted, StateError
 from myriad.fsutil import atomic_write_text
 from myriad.plan.pipeline import PlanResult, plan_spec
 from myriad.provision.resolve import resolve_cluster
+from myriad.render.image_inventory import profiles_in_use
 from myriad.render.inventory import Inventory
 from myriad.render.writer import write_inventory
 from myriad.runner import TUNED, RunResult, Timeouts, Tuning, new_run_dir, run_playbook
@@ -147,18 +149,12 @@ def image_records(result: PlanResult, state: ClusterState) -> dict[str, dict[str
     spec = result.loaded.spec
     if resolved_mode(spec.bringup, sum(pool.count for pool in spec.pools)) != "image":
         return {}
-    found = {}
-    for path in sorted((state.root / "images").glob("*.json")):
-        try:
-            record = json.loads(path.read_text())
-        except (OSError, ValueError):
-            continue  # a damaged record is rebuilt by the next image build, which says so
-        if isinstance(record, dict) and record.get("content_hash"):
-            found[path.stem] = {
-                "tag": str(record["tag"]),
-                "content_hash": str(record["content_hash"]),
-            }
-    return found
+    return {
+        profile: {"tag": manifest.tag, "content_hash": manifest.content_hash}
+        for profile, manifest in read_manifests(
+            state.root / "images", profiles_in_use(spec)
+        ).items()
+    }
 
 
 def render_state(result: PlanResult, state: ClusterState) -> Inventory:

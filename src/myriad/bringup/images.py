@@ -24,6 +24,7 @@ from rich.table import Table
 
 from myriad import paths
 from myriad.bringup.flow import ClusterState, cluster_state, planned
+from myriad.bringup.image_records import read_manifest, read_manifests
 from myriad.bringup.lock import hold_cluster_lock
 from myriad.bringup.reporting import Reporter
 from myriad.errors import BadArguments, FlowError, RunInterrupted
@@ -54,24 +55,11 @@ def images_dir(state: ClusterState) -> Path:
 
 
 def current_manifest(state: ClusterState, profile: str) -> ImageManifest | None:
-    path = images_dir(state) / f"{profile}.json"
-    try:
-        return ImageManifest.from_dict(json.loads(path.read_text()))
-    except FileNotFoundError:
-        return None
-    except (ValueError, KeyError, TypeError) as exc:
-        raise FlowError(
-            f"{path} is damaged ({exc}); move it away and run again: the image is rebuilt"
-        ) from None
+    return read_manifest(images_dir(state), profile)
 
 
 def current_manifests(state: ClusterState, profiles: Sequence[str]) -> dict[str, ImageManifest]:
-    found = {}
-    for profile in profiles:
-        manifest = current_manifest(state, profile)
-        if manifest is not None:
-            found[profile] = manifest
-    return found
+    return read_manifests(images_dir(state), profiles)
 
 
 _VARIABLE = re.compile(r"\b([a-z][a-z0-9]*_[a-z0-9_]+)\b")
