@@ -11,18 +11,23 @@ import sys
 import tarfile
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from myriad.bringup.flow import ClusterState
 from myriad.bringup.node_local import (
     NodeResult,
+    Transport,
+    adopt_live_munge_key,
     archive_digest,
     converge_nodes,
     fold,
     munge_key,
+    munge_key_host,
 )
 from myriad.provision import converge_node
+from myriad.render.inventory import Inventory
 
 PROGRAM = Path(converge_node.__file__)
 
@@ -179,3 +184,55 @@ def test_a_result_of_an_earlier_run_of_the_same_seed_is_not_taken(tmp_path: Path
     outcome = converge_nodes(archives, transport, tmp_path, timeout_s=60)
     assert [f.host for f in outcome.failures] == ["n1"]
     assert "did not run this seed" in outcome.failures[0].message
+
+
+def _key_host_answers(code: int, out: str) -> tuple[list[str], Transport]:
+    asked: list[str] = []
+
+    def transport(node: str, script: str, stdin: bytes, timeout: float) -> tuple[int, str, str]:
+        asked.append(f"{node}: {script}")
+        return code, out, "" if code == 0 else "base64: /etc/munge/munge.key: No such file"
+
+    return asked, transport
+
+
+def test_a_rotated_key_on_the_key_host_becomes_the_kept_copy(tmp_path: Path) -> None:
+    """After playbooks/slurm-munge-rotate.yml the nodes hold a new key: seeds made from the
+    older kept copy would put the replaced key back on every node they converge."""
+    import base64
+
+    state = ClusterState(tmp_path / "c")
+    old = munge_key(state)
+    rotated = bytes(range(256)) * 4
+    asked, transport = _key_host_answers(0, base64.b64encode(rotated).decode() + "\n")
+    assert adopt_live_munge_key(state, transport, "ctl01") is True
+    assert asked == ["ctl01: base64 -w0 /etc/munge/munge.key"]
+    assert munge_key(state) == rotated != old
+    assert (tmp_path / "c" / "secrets" / "munge.key").stat().st_mode & 0o777 == 0o600
+    assert adopt_live_munge_key(state, transport, "ctl01") is False
+
+
+@pytest.mark.parametrize(
+    ("code", "out"),
+    [(1, ""), (0, "not base64!"), (0, "c2hvcnQ=")],
+    ids=["no-key-yet", "garbled", "too-short-for-munge"],
+)
+def test_a_key_host_without_a_readable_key_leaves_the_kept_copy(
+    tmp_path: Path, code: int, out: str
+) -> None:
+    state = ClusterState(tmp_path / "c")
+    kept = munge_key(state)
+    _asked, transport = _key_host_answers(code, out)
+    assert adopt_live_munge_key(state, transport, "ctl01") is False
+    assert munge_key(state) == kept
+
+
+def test_the_key_host_is_the_slurm_roles(tmp_path: Path) -> None:
+    def inventory(everyone: dict[str, Any]) -> Inventory:
+        return Inventory(cluster="c", groups={}, group_vars={"all": everyone}, host_vars={})
+
+    controllers = [{"name": "ctl01", "address": "10.0.0.1"}, {"name": "ctl02", "address": "x"}]
+    assert munge_key_host(inventory({"slurm_controllers": controllers})) == "ctl01"
+    chosen = {"slurm_controllers": controllers, "slurm_munge_key_host": "login01"}
+    assert munge_key_host(inventory(chosen)) == "login01"
+    assert munge_key_host(inventory({})) is None

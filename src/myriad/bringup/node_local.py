@@ -13,6 +13,8 @@ recap, the run record and `--retry-failed` work as they do there.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import io
 import json
 import os
@@ -42,6 +44,8 @@ RESULT_PATH = "/var/lib/myriad/converge/result.json"
 # process, not work, so this bounds processes rather than CPU.
 MAX_PARALLEL = 256
 MUNGE_KEY_BYTES = 1024
+# Where munge reads its key on a Debian/Ubuntu node (the slurm role's __slurm_munge_key_path).
+MUNGE_KEY_PATH = "/etc/munge/munge.key"
 
 # Unpack the seed beside the old one and swap, start the play, wait for this run's result
 # and print it. The wait polls the result file rather than blocking in `systemctl start`:
@@ -123,6 +127,45 @@ def munge_key(state: ClusterState) -> bytes:
     with os.fdopen(fd, "wb") as handle:
         handle.write(key)
     return key
+
+
+def munge_key_host(inventory: Inventory) -> str | None:
+    """The node whose munge key is the cluster's, as the slurm role picks it."""
+    everyone = inventory.group_vars.get("all", {})
+    chosen = str(everyone.get("slurm_munge_key_host") or "")
+    if chosen:
+        return chosen
+    controllers = everyone.get("slurm_controllers") or []
+    return str(controllers[0]["name"]) if controllers else None
+
+
+def adopt_live_munge_key(
+    state: ClusterState, transport: Transport, key_host: str, timeout_s: float = 60.0
+) -> bool:
+    """Keep the key host's munge key when it holds one other than the kept copy.
+
+    The key on the nodes is the cluster's: a rotation (playbooks/slurm-munge-rotate.yml)
+    replaces it there, and seeds made from the older copy would put the replaced key back.
+    A key host that cannot be read (not started yet, no key) leaves the kept copy as it is.
+    Returns whether the kept copy changed."""
+    kept = munge_key(state)
+    code, out, _err = transport(key_host, f"base64 -w0 {MUNGE_KEY_PATH}", b"", timeout_s)
+    if code != 0:
+        return False
+    try:
+        live = base64.b64decode(out.strip(), validate=True)
+    except (ValueError, binascii.Error):
+        return False
+    # munge(7) refuses keys under 32 bytes; a shorter read is not a key.
+    if len(live) < 32 or live == kept:
+        return False
+    path = state.root / "secrets" / "munge.key"
+    partial = path.with_name(f".{path.name}.partial")
+    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(live)
+    partial.replace(path)
+    return True
 
 
 def write_seeds(
@@ -290,6 +333,9 @@ def run_image_mode(
     started_at = now_stamp()
     record_started(state, hosts, tuning, run_dir, started_at)
     with reporter.phase("seeds") as notes:
+        key_host = munge_key_host(inventory) if slurm else None
+        if key_host is not None and adopt_live_munge_key(state, transport, key_host):
+            notes.append(f"munge key: {key_host}'s, which replaced the kept copy (rotated)")
         archives = write_seeds(inventory, state, hosts, slurm=slurm)
         notes.append(f"{len(archives)} seeds, {sum(map(len, archives.values())) // 1024} KiB")
     with reporter.phase("node-local converge") as notes:
