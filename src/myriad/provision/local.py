@@ -273,6 +273,10 @@ def converge(
         if not state:
             _create(spec, node, arguments)
             result = "created"
+        elif state == "paused":
+            # `docker start` refuses a paused container; a frozen node is thawed, not restarted.
+            docker("unpause", node.container)
+            result = "started"
         elif state != "running":
             docker("start", node.container)
             result = "started"
