@@ -447,7 +447,7 @@ def test_remove_waits_for_the_job_then_takes_the_node_out(day2: Day2) -> None:
     assert day2.node("ctl01", "squeue", "-h", "-j", job, "-o", "%T").strip() == "RUNNING"
     started = time.monotonic()
     removed = day2.myriad("remove", str(day2.spec), "node04", "--reason", "scale in")
-    print(f"remove of node04 with a 20 s job: {time.monotonic() - started:.0f} s")
+    print(f"remove of node04 with a 30 s job: {time.monotonic() - started:.0f} s")
     assert removed.returncode == 0, removed.stdout[-6000:] + removed.stderr[-3000:]
     record = job_record(day2, job)
     assert (record["JobState"], record["ExitCode"]) == ("COMPLETED", "0:0"), record
