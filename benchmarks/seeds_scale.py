@@ -64,10 +64,10 @@ def measure(example: str) -> Measured:
         state = ClusterState(Path(folder) / inventory.cluster)
         state.root.mkdir()
         cpu, wall = _cpu(), time.perf_counter()
-        archives = write_seeds(inventory, state, list(inventory.hosts), slurm=True)
+        seeds = write_seeds(inventory, state, list(inventory.hosts), slurm=True)
         cpu, wall = _cpu() - cpu, time.perf_counter() - wall
-        on_disk = sum(p.stat().st_size for p in (state.root / "seeds").iterdir())
-    assert len(archives) == len(inventory.hosts)
+        on_disk = sum(p.stat().st_size for p in seeds.values())
+    assert len(seeds) == len(inventory.hosts)
     return Measured(
         nodes=len(inventory.hosts),
         tables_bytes=len(json.dumps(dict(inventory.tables)).encode()),

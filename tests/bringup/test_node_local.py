@@ -128,6 +128,14 @@ def seed_archive_with(digest: str) -> bytes:
     return buffer.getvalue()
 
 
+def seeds_on_disk(folder: Path, archives: dict[str, bytes]) -> dict[str, Path]:
+    """As write_seeds leaves them: one file per node."""
+    folder.mkdir(exist_ok=True)
+    for node, archive in archives.items():
+        (folder / f"{node}.tar.gz").write_bytes(archive)
+    return {node: folder / f"{node}.tar.gz" for node in archives}
+
+
 def test_results_fold_into_the_runners_result(tmp_path: Path) -> None:
     archives = {n: seed_archive_with(f"seed-{n}") for n in ("n1", "n2", "n3", "n4")}
     assert archive_digest(archives["n2"]) == "seed-n2"
@@ -149,7 +157,9 @@ def test_results_fold_into_the_runners_result(tmp_path: Path) -> None:
         # n1 answers for an earlier run of the same seed first: that result is not this run's.
         return 0, json.dumps({**replies[node], "run": run[1]}), ""
 
-    outcome = converge_nodes(archives, transport, tmp_path, timeout_s=60)
+    outcome = converge_nodes(
+        seeds_on_disk(tmp_path / "seeds", archives), transport, tmp_path, timeout_s=60
+    )
     assert outcome.status == "failed"
     assert outcome.stats["n1"] == {"ok": 50, "changed": 0, "failures": 0, "dark": 0}
     failures = {f.host: f for f in outcome.failures}
@@ -181,7 +191,9 @@ def test_a_result_of_an_earlier_run_of_the_same_seed_is_not_taken(tmp_path: Path
     def transport(node: str, script: str, stdin: bytes, timeout: float) -> tuple[int, str, str]:
         return 0, json.dumps(earlier), ""
 
-    outcome = converge_nodes(archives, transport, tmp_path, timeout_s=60)
+    outcome = converge_nodes(
+        seeds_on_disk(tmp_path / "seeds", archives), transport, tmp_path, timeout_s=60
+    )
     assert [f.host for f in outcome.failures] == ["n1"]
     assert "did not run this seed" in outcome.failures[0].message
 

@@ -63,12 +63,12 @@ class ImageSteps(AnsibleSteps):
         rest = [n for n in nodes if n not in failures]
         if not rest:
             return failures
-        archives = write_seeds(
+        seeds = write_seeds(
             self.cluster.inventory, self.state, rest, slurm=spec.software.orchestrator == "slurm"
         )
         containers = {n.name: n.container for n in local.local_nodes(spec)}
         outcome = converge_nodes(
-            archives,
+            seeds,
             docker_transport(containers),
             new_run_dir(self.run_dir, "converge"),
             timeout_s=2 * spec.bringup.task_timeout_s,
