@@ -26,6 +26,7 @@ from myriad.ops.slurmconf import Reload
 from myriad.plan.nodes import container_name
 from myriad.provision import local
 from myriad.runner import TUNED, new_run_dir, run_playbook
+from myriad.spec.models import Cluster
 
 
 class _NoSteps:
@@ -65,7 +66,18 @@ def remove(
     known = slurm.nodes()
     strangers = [n for n in nodes if n not in known]
     if strangers:
-        raise OpsInputError(f"{', '.join(strangers)}: Slurm does not know them; nothing to remove")
+        # No job can run on a node Slurm does not know (one whose bring-up never reached the
+        # slurm role, or a pool renamed before it did): its container is all there is.
+        with cluster_lock(state_root, "remove"):
+            left = _remove_strangers(cluster.spec, strangers, console)
+        nodes = [n for n in nodes if n not in strangers]
+        if left:
+            raise OpsInputError(
+                f"{', '.join(left)}: neither Slurm nor this cluster's containers know them; "
+                "nothing to remove"
+            )
+        if not nodes:
+            return 0
     options = RollOptions(
         reason=reason, batch=Amount(1, False), drain_timeout_s=drain_timeout_s,
         kill_after_s=kill_after_s,
@@ -116,3 +128,19 @@ def remove(
             state.set(node, "done", detail)
             loop.say(node, "removed", detail)
         return loop.finish("finished")
+
+
+def _remove_strangers(spec: Cluster, strangers: Sequence[str], console: Console) -> list[str]:
+    """Remove the local containers of nodes Slurm does not know; those with none, returned."""
+    if spec.provider.kind != "local":
+        return list(strangers)
+    containers = local.container_states(spec)
+    left = []
+    for node in strangers:
+        container = container_name(spec, node)
+        if container not in containers:
+            left.append(node)
+            continue
+        local.docker("rm", "--force", container, timeout=120)
+        console.print(f"{node}: not a Slurm node (no job can run there); container removed")
+    return left
