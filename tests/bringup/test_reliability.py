@@ -502,7 +502,7 @@ def test_up_refuses_a_node_the_spec_no_longer_names_before_anything_changes(
     monkeypatch.setattr(verbs.local, "converge", converge)
     assert main(["up", str(LOCAL)]) == 2
     err = capsys.readouterr().err
-    assert f"{LOCAL}: node04 no longer in the spec but still running" in err
+    assert f"{LOCAL}: node04 no longer in the spec but still has a container" in err
     assert f"`myriad remove {LOCAL} node04` drains them" in err
     assert "Traceback" not in err
     assert "last_bringup" not in flow.cluster_state("local").read_status()

@@ -189,7 +189,7 @@ def refuse_surplus(
     if surplus:
         names = ",".join(surplus)
         raise NodesLeftTheSpec(
-            f"{spec_file}: {names} no longer in the spec but still running: bringing the "
+            f"{spec_file}: {names} no longer in the spec but still has a container: bringing the "
             f"cluster to the spec would remove them with their jobs; `myriad remove {spec_file} "
             f"{names}` drains them, waits for their jobs and takes them out (or raise the "
             "pool's count back)"
