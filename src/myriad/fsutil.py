@@ -9,11 +9,17 @@ from pathlib import Path
 
 def atomic_write_text(path: Path, text: str, mode: int = 0o644) -> None:
     """Write to a temporary file beside `path`, fsync it, then rename it into place."""
+    atomic_write_bytes(path, text.encode("utf-8"), mode)
+
+
+def atomic_write_bytes(path: Path, data: bytes, mode: int = 0o644) -> None:
+    """As atomic_write_text; the temporary file is 0600 until it is complete, so a secret
+    is never readable by others on the way."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(tmp, mode)

@@ -16,6 +16,7 @@ import sys
 import textwrap
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -517,20 +518,7 @@ def test_converge_itself_never_removes_a_container_the_spec_no_longer_names(
 
     spec = plan_loaded(load_example("local")).loaded.spec
     calls: list[tuple[str, ...]] = []
-
-    def fake_docker(*args: str, **kwargs: Any) -> str:
-        calls.append(args)
-        if args[:2] == ("network", "ls"):
-            return local.network_name(spec)
-        if args[:2] == ("network", "inspect"):
-            return spec.network.addressing.management
-        if args[:2] == ("image", "inspect"):
-            return "sha256:1"
-        if args[:1] == ("ps",):
-            return "local-node09\trunning\tcfg\n"
-        raise AssertionError(args)
-
-    monkeypatch.setattr(local, "docker", fake_docker)
+    monkeypatch.setattr(local, "docker", _fake_docker(spec, "local-node09\trunning\tcfg\n", calls))
     with pytest.raises(NodesLeftTheSpec, match="node09 no longer in the spec"):
         local.converge(spec)
     assert not [c for c in calls if c[:1] == ("rm",)]
@@ -549,27 +537,34 @@ def test_converge_thaws_a_paused_node_instead_of_starting_it(
         n.container: local._config_digest(local._run_arguments(spec, n, "sha256:1")) for n in nodes
     }
     calls: list[tuple[str, ...]] = []
-
-    def fake_docker(*args: str, **kwargs: Any) -> str:
-        calls.append(args)
-        if args[:2] == ("network", "ls"):
-            return local.network_name(spec)
-        if args[:2] == ("network", "inspect"):
-            return spec.network.addressing.management
-        if args[:2] == ("image", "inspect"):
-            return "sha256:1"
-        if args[:1] == ("ps",):
-            return "".join(
-                f"{c}\t{'paused' if c.endswith('node02') else 'running'}\t{d}\n"
-                for c, d in config.items()
-            )
-        if args[:1] in (("unpause",), ("start",)):
-            return ""
-        raise AssertionError(args)
-
-    monkeypatch.setattr(local, "docker", fake_docker)
+    listing = "".join(
+        f"{c}\t{'paused' if c.endswith('node02') else 'running'}\t{d}\n" for c, d in config.items()
+    )
+    monkeypatch.setattr(local, "docker", _fake_docker(spec, listing, calls))
     monkeypatch.setattr(local, "wait_booted", lambda container, timeout_s=0: None)
     outcome = local.converge(spec)
     assert outcome == {"ctl01": "running", "node01": "running", "node02": "started",
                        "node03": "running"}  # fmt: skip
     assert [c for c in calls if c[0] in ("start", "unpause")] == [("unpause", "local-node02")]
+
+
+def _fake_docker(spec: Any, listing: str, calls: list[tuple[str, ...]]) -> Callable[..., str]:
+    """Docker as local.converge sees it: the cluster's network and image exist, `ps` lists
+    `listing`, unpause and start succeed; every call is recorded in `calls`."""
+    from myriad.provision import local
+
+    def fake(*args: str, **kwargs: Any) -> str:
+        calls.append(args)
+        if args[:2] == ("network", "ls"):
+            return local.network_name(spec)
+        if args[:2] == ("network", "inspect"):
+            return str(spec.network.addressing.management)
+        if args[:2] == ("image", "inspect"):
+            return "sha256:1"
+        if args[:1] == ("ps",):
+            return listing
+        if args[:1] in (("unpause",), ("start",)):
+            return ""
+        raise AssertionError(args)
+
+    return fake

@@ -34,7 +34,7 @@ from rich.console import Console
 from myriad.bringup.flow import ClusterState, now_stamp, record_finished, record_started
 from myriad.bringup.reporting import Reporter
 from myriad.errors import FlowError
-from myriad.fsutil import atomic_write_text
+from myriad.fsutil import atomic_write_bytes, atomic_write_text
 from myriad.render.inventory import Inventory
 from myriad.render.seeds import SEED_DIR, seed_archive, seed_files
 from myriad.runner import TUNED, HostFailure, RunResult, Tuning, new_run_dir
@@ -159,12 +159,7 @@ def adopt_live_munge_key(
     # munge(7) refuses keys under 32 bytes; a shorter read is not a key.
     if len(live) < 32 or live == kept:
         return False
-    path = state.root / "secrets" / "munge.key"
-    partial = path.with_name(f".{path.name}.partial")
-    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(live)
-    partial.replace(path)
+    atomic_write_bytes(state.root / "secrets" / "munge.key", live, mode=0o600)
     return True
 
 
