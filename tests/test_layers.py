@@ -26,6 +26,7 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 # the package's __init__ (the version), importable from everywhere.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("myriad", "myriad.errors", "myriad.fsutil", "myriad.paths"),
+    ("myriad.node",),
     ("myriad.spec", "myriad.catalog"),
     ("myriad.plan",),
     ("myriad.render",),
