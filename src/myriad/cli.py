@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 
 from myriad import __version__
-from myriad.errors import MyriadError, SpecError
+from myriad.errors import BadArguments, MyriadError, SpecError
 from myriad.fsutil import atomic_write_text
 
 if TYPE_CHECKING:
@@ -26,19 +26,49 @@ if TYPE_CHECKING:
 EXIT_OK, EXIT_PROBLEM, EXIT_INVALID = 0, 1, 2
 
 
+def _output_file(flag: str, path: Path, suffix: str | None = None) -> None:
+    """Refuse, before any work, a file argument that cannot be written as asked: a missing
+    folder is a typo more often than a wish (nothing is created for it)."""
+    if suffix is not None and path.suffix != suffix:
+        raise BadArguments(f"{flag} writes {suffix[1:].upper()}: name the file {path.stem}{suffix}")
+    if path.is_dir():
+        raise BadArguments(f"{flag} {path}: is a folder; name a file in it")
+    if not path.parent.is_dir():
+        what = "is a file, not a folder" if path.parent.exists() else "does not exist"
+        raise BadArguments(f"{flag} {path}: the folder {path.parent} {what}; create it first")
+
+
+def _output_folder(flag: str, path: Path) -> None:
+    """A folder Myriad may create, if nothing on the way to it is a file."""
+    for candidate in (path, *path.parents):
+        if candidate.exists():
+            if not candidate.is_dir():
+                raise BadArguments(f"{flag} {path}: {candidate} is a file, not a folder")
+            return
+
+
 def _cmd_plan(args: argparse.Namespace, out: Console, err: Console) -> int:
     from myriad.plan.pipeline import plan_spec
 
+    if args.cabling is not None:
+        _output_file("--cabling", args.cabling)
+    if args.svg is not None:
+        _output_file("--svg", args.svg, ".svg")
+    if args.out is not None:
+        _output_folder("--out", args.out)
     result = plan_spec(args.spec)
     document = result.to_dict()
-    if args.cabling is not None or args.svg is not None:
-        from myriad.views.fabric_files import write_fabric_files
+    try:
+        if args.cabling is not None or args.svg is not None:
+            from myriad.views.fabric_files import write_fabric_files
 
-        cabling = write_fabric_files(result, args.cabling, args.svg)
-        if cabling:
-            document["cabling"] = cabling
-    if args.out is not None:
-        atomic_write_text(args.out / "plan.json", json.dumps(document, indent=2) + "\n")
+            cabling = write_fabric_files(result, args.cabling, args.svg)
+            if cabling:
+                document["cabling"] = cabling
+        if args.out is not None:
+            atomic_write_text(args.out / "plan.json", json.dumps(document, indent=2) + "\n")
+    except OSError as exc:
+        raise BadArguments(f"cannot write {exc.filename}: {exc.strerror}") from exc
     if args.json:
         sys.stdout.write(json.dumps(document, indent=2) + "\n")
     else:

@@ -209,7 +209,8 @@ class StateError(FlowError):
 
 
 class BadArguments(MyriadError):
-    """A command-line value names nothing (an unknown --tags tag or role)."""
+    """A command-line value that cannot be used: it names nothing (an unknown --tags tag or
+    role) or a path that cannot be written as asked."""
 
     exit_code = 2
 
