@@ -132,12 +132,26 @@ def dhcp_subnets(
     return subnets
 
 
+# curtin's `grub` settings, which subiquity reads from the autoinstall's `storage` section only
+# (subiquity/server/controllers/filesystem.py: `self.model.grub = self.ai_data.get("grub")`
+# with `autoinstall_key = "storage"`, tags 22.04.2 and 24.04.4.1). `reorder_uefi: false`:
+# curtin leaves GRUB's new boot entry first instead of moving BootCurrent, the network entry
+# the installer booted from, back in front of it (curtin doc/topics/config.rst, `reorder_uefi`,
+# default true; subiquity 22.04 sets no default). The node then boots its disk without the
+# PXE server; installs use the BMC's one-time network boot.
+GRUB = {"reorder_uefi": False}
+
+
 def storage_config(disk: OsDisk) -> dict[str, object]:
     """Autoinstall `storage`: the OS disk chosen by `match`, or an mdadm RAID1 over two.
 
     Without a match, subiquity picks the largest disk, which on an HGX server is a U.2 data
     drive; `size: smallest` with the model and serial globs picks the M.2 boot device.
     """
+    return {**_disk_layout(disk), "grub": dict(GRUB)}
+
+
+def _disk_layout(disk: OsDisk) -> dict[str, object]:
     match: dict[str, object] = {"size": disk.size}
     if disk.model:
         match["model"] = disk.model
@@ -201,6 +215,42 @@ def storage_config(disk: OsDisk) -> dict[str, object]:
     return {"config": config, "swap": {"size": 0}}
 
 
+def subnet_of(address: str, subnets: Sequence[DhcpSubnet]) -> DhcpSubnet:
+    """The DHCP subnet (flat segment or rack subnet) a host address lies in."""
+    ip = ipaddress.ip_address(address)
+    for subnet in subnets:
+        if ip in subnet.network:
+            return subnet
+    raise StackError(f"{address} lies in none of the DHCP subnets ({subnets})")
+
+
+def installed_network(
+    host: BareMetalHost, subnet: DhcpSubnet, settings: PxeSettings
+) -> dict[str, object]:
+    """The autoinstall `network` (netplan v2): the spec's address, fixed, on the boot NIC.
+
+    subiquity writes this config as the installed system's /etc/netplan/00-installer-config.yaml
+    and turns cloud-init's networking off (subiquity/models/network.py, `render`, tags 22.04.2
+    and 24.04.4.1), so it is what the node keeps: a static address, the subnet's router and
+    the site's DNS, with no DHCP client that would depend on the PXE server for life. The
+    address is the same one dnsmasq's static lease gives the installer, so the install itself
+    is unchanged. `0.0.0.0/0` rather than netplan's `default` keyword: older netplan lacks it.
+    """
+    nic: dict[str, object] = {
+        "match": {"macaddress": host.mac},
+        "dhcp4": False,
+        "dhcp6": False,
+        "addresses": [f"{host.address}/{subnet.network.prefixlen}"],
+        "routes": [{"to": "0.0.0.0/0", "via": subnet.router}],
+        "nameservers": {
+            "addresses": list(settings.dns),
+            **({"search": [settings.domain]} if settings.domain else {}),
+        },
+    }
+    # "pxe" is netplan's id for the NIC, not its name: the match by MAC finds it.
+    return {"version": 2, "ethernets": {"pxe": nic}}
+
+
 def _environment() -> jinja2.Environment:
     return jinja2.Environment(
         loader=jinja2.FileSystemLoader(TEMPLATES),
@@ -249,10 +299,11 @@ def render_pxe(
         "images": f"{http}/images/{spec.software.os}",
         "domain": settings.domain,
     }
+    subnets = dhcp_subnets(entries, network, settings, opts.dhcp_subnet_prefix)
     files = {
         "dnsmasq.conf": env.get_template("dnsmasq.conf.j2").render(
             **common,
-            subnets=dhcp_subnets(entries, network, settings, opts.dhcp_subnet_prefix),
+            subnets=subnets,
             server=settings.server,
             dns=settings.dns,
             interface=settings.interface,
@@ -287,6 +338,7 @@ def render_pxe(
             "ssh_authorized_keys": list(settings.ssh_authorized_keys),
             "marker": ssh_banner_marker(node.name, spec.software.os),
             "storage": storage,
+            "network": installed_network(host, subnet_of(host.address, subnets), settings),
             "callback": f"{http}/installed/{node.name}",
             "node_json": json.dumps(identity, sort_keys=True) + "\n",
             "image": installs.get(node.name),

@@ -105,8 +105,11 @@ def test_autoinstall_sets_keys_and_no_password(spec: Cluster, files: dict[str, s
         assert "identity" not in install  # which would need a password hash
         assert install["ssh"] == {"install-server": True, "allow-pw": False}
         assert install["network"]["ethernets"]["pxe"]["match"]["macaddress"] == host.mac
-        assert install["grub"] == {"reorder_uefi": False}  # the boot order stays the firmware's
-        assert install["storage"] == {"layout": {"name": "lvm", "match": {"size": "smallest"}}}
+        # GRUB's new entry stays first (test_pxe_autoinstall.py has where subiquity reads it).
+        assert install["storage"] == {
+            "layout": {"name": "lvm", "match": {"size": "smallest"}},
+            "grub": {"reorder_uefi": False},
+        }
         (callback,) = install["late-commands"]
         assert f"-X POST http://10.10.0.2/installed/{host.name} " in callback
         assert callback.endswith("|| true")  # a lost callback must not fail the install
@@ -224,7 +227,8 @@ def test_the_os_disk_is_chosen_by_model_serial_and_size() -> None:
         "layout": {
             "name": "lvm",
             "match": {"size": "smallest", "model": "SAMSUNG MZ1L2960*", "serial": "S6*"},
-        }
+        },
+        "grub": {"reorder_uefi": False},
     }
 
 
