@@ -5,6 +5,7 @@ set -euo pipefail
 
 DOCKERD_LOG="${DOCKERD_LOG:-/var/log/dockerd.log}"
 DOCKERD_WAIT_S="${DOCKERD_WAIT_S:-60}"
+apt_get="$(cd "$(dirname "$0")/.." && pwd)/scripts/apt-get-waiting"
 
 die() {
   echo "docker.sh: $*" >&2
@@ -24,9 +25,9 @@ command -v xz >/dev/null 2>&1 || need+=(xz-utils)
 if [ "${#need[@]}" -gt 0 ]; then
   echo "docker.sh: installing ${need[*]}"
   export DEBIAN_FRONTEND=noninteractive
-  timeout 300 apt-get update -qq || die "apt-get update failed; check /etc/apt sources and network"
+  timeout 400 "$apt_get" update -qq || die "apt-get update failed; check /etc/apt sources and network"
   # Recommends would drag in apparmor, git and needrestart, none of which this runner needs.
-  timeout 900 apt-get install -y -qq --no-install-recommends \
+  timeout 1200 "$apt_get" install -y -qq --no-install-recommends \
     "${need[@]}" ||
     die "apt-get install ${need[*]} failed"
 fi
