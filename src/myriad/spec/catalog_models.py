@@ -22,6 +22,12 @@ def whole_number(value: object) -> object:
 Whole = BeforeValidator(whole_number)
 PcieGen = Annotated[Literal[3, 4, 5, 6], Whole]
 LinkLayer = Literal["infiniband", "ethernet"]
+# "vendor:device" as lspci -n and sysfs print them (lower-case hex): 15b3:1021.
+PciId = Annotated[str, Field(pattern=r"^[0-9a-f]{4}:[0-9a-f]{4}$")]
+PCI_IDS_DESCRIPTION = (
+    "PCI vendor:device ids this model reports (lspci -n), which is how discovery on a node "
+    "names what it finds; the PCI ID Repository (pci.ids) lists them"
+)
 
 
 class _Entry(BaseModel):
@@ -47,6 +53,7 @@ class GpuModel(_Entry):
         default=None,
         description="nccl-tests all_reduce busbw of one 8-GPU node at large messages, GB/s",
     )
+    pci_ids: tuple[PciId, ...] = Field(default=(), description=PCI_IDS_DESCRIPTION)
 
 
 class NicModel(_Entry):
@@ -57,6 +64,7 @@ class NicModel(_Entry):
     link_layers: tuple[LinkLayer, ...] = Field(min_length=1)
     rdma: bool = True
     power_w: PositiveFloat = 25.0
+    pci_ids: tuple[PciId, ...] = Field(default=(), description=PCI_IDS_DESCRIPTION)
 
 
 class SwitchModel(_Entry):
@@ -88,6 +96,23 @@ class ServerNics(BaseModel):
     count: PositiveInt
 
 
+RdmaName = Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9_]{0,63}$")]
+
+
+class PortMap(BaseModel):
+    """The RDMA device of each port as the server's vendor publishes it, in rail order."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True, allow_inf_nan=False)
+
+    compute: tuple[RdmaName, ...] = Field(
+        min_length=1, description="Compute RDMA devices in GPU order: rail i is beside GPU i"
+    )
+    storage: tuple[RdmaName, ...] = Field(
+        default=(), description="Storage / in-band RDMA devices, in the vendor's order"
+    )
+    source: str = Field(min_length=3, description="The vendor's table these names come from")
+
+
 class ServerLayout(_Entry):
     gpu_model: str
     gpu_count: PositiveInt = Field(le=72)
@@ -99,6 +124,10 @@ class ServerLayout(_Entry):
     compute_nics: ServerNics
     max_power_kw: PositiveFloat
     rack_units: PositiveInt
+    port_map: PortMap | None = Field(
+        default=None,
+        description="The vendor's published RDMA device names by purpose; none: discovered",
+    )
 
 
 class DriverBranch(_Entry):
