@@ -43,13 +43,19 @@ Validator = Callable[[PlanResult, ClusterState, Console], int]
 Reimager = Callable[[PlanResult, ClusterState, Sequence[str], Console], int]
 
 
+# What does a local-only verb's job on the other providers.
+_ELSEWHERE = {
+    "up": "runs the local container cluster; this spec's provider is {kind}: create the "
+    "machines with `pulumi up`, then run `myriad bringup`",
+    "down": "removes the local container cluster; this spec's provider is {kind}: its machines "
+    "are removed with `pulumi destroy` on the environment's stack (stacks/README.md, Teardown)",
+}
+
+
 def _require_local(result: PlanResult, verb: str) -> None:
     kind = result.loaded.spec.provider.kind
     if kind != "local":
-        raise FlowError(
-            f"`myriad {verb}` runs the local container cluster; this spec's provider is {kind}: "
-            "create the machines with `pulumi up`, then run `myriad bringup`"
-        )
+        raise FlowError(f"`myriad {verb}` " + _ELSEWHERE[verb].format(kind=kind))
 
 
 def up(
