@@ -4,7 +4,7 @@ get, so that every name they use is one something creates and every rail has an 
 from __future__ import annotations
 
 from myriad.plan.pipeline import plan_loaded
-from myriad.plan.ports import ports_to_name
+from myriad.plan.ports import hardware_expectation, ports, ports_to_name
 from myriad.render.inventory import Inventory, build_inventory
 
 from spec_builder import cluster, gpu_profile, load_example
@@ -89,3 +89,60 @@ def test_only_servers_get_ports_named() -> None:
     for example in ("local", "aws-dev"):
         inventory = inventory_of(example)
         assert not any("netnames_ports" in values for values in inventory.group_vars.values())
+
+
+def dgx_h100(**storage: object) -> dict[str, object]:
+    profile = gpu_profile(server="DGX-H100")
+    profile["nics"]["compute"]["model"] = "ConnectX-7"
+    if storage:
+        profile["nics"]["storage"] = storage
+    return profile
+
+
+def test_a_dgx_h100_gets_nvidias_table_6_names_not_mlx5_0_to_7() -> None:
+    # DGX H100/H200 User Guide, Network Modules, Table 6 (the catalog's DGX-H100 port_map).
+    loaded = cluster(profile=dgx_h100(model="ConnectX-7", count=2))
+    shape = loaded.spec.profiles["node"]
+    compute = ports(shape, loaded.catalog, "compute", "infiniband")
+    assert [p.device for p in compute] == [
+        "mlx5_0", "mlx5_3", "mlx5_4", "mlx5_5", "mlx5_6", "mlx5_9", "mlx5_10", "mlx5_11"
+    ]  # fmt: skip
+    assert [p.device for p in ports(shape, loaded.catalog, "storage", "infiniband")] == [
+        "mlx5_1",
+        "mlx5_2",
+    ]
+    # Storage names the node's netnames role gets: stor0/stor1 on the slot 1 card, never an
+    # HCA of the compute fabric (the old arithmetic gave stor1 mlx5_9, beside GPU 5).
+    named = ports_to_name(shape, loaded.catalog, "infiniband")
+    assert [(p.interface, p.device) for p in named] == [("stor0", "mlx5_1"), ("stor1", "mlx5_2")]
+
+
+def test_the_spec_devices_override_the_vendor_map_and_other_servers_keep_enumeration() -> None:
+    given = dgx_h100()
+    given["nics"]["compute"]["devices"] = [f"ibp{i}" for i in range(8)]
+    loaded = cluster(profile=given)
+    shape = loaded.spec.profiles["node"]
+    assert [p.device for p in ports(shape, loaded.catalog, "compute", "infiniband")] == [
+        f"ibp{i}" for i in range(8)
+    ]
+    oem = cluster(profile=gpu_profile(server="HGX-H100-8GPU"))
+    devices = [p.device for p in ports(oem.spec.profiles["node"], oem.catalog, "compute", "ib")]
+    assert devices == [f"mlx5_{i}" for i in range(8)]
+
+
+def test_the_node_expectation_carries_the_vendor_map_and_the_pci_names() -> None:
+    loaded = cluster(profile=dgx_h100(model="ConnectX-7", count=2))
+    expected = hardware_expectation(
+        loaded.spec.profiles["node"], loaded.catalog, "infiniband", "profiles.node.nics"
+    )
+    assert expected["compute"] == {
+        "model": "ConnectX-7",
+        "count": 8,
+        "speed_gbps": 400,
+        "devices": ["mlx5_0", "mlx5_3", "mlx5_4", "mlx5_5", "mlx5_6", "mlx5_9", "mlx5_10",
+                    "mlx5_11"],
+    }  # fmt: skip
+    assert expected["storage"]["devices"] == ["mlx5_1", "mlx5_2"]
+    assert expected["models"]["15b3:1021"] == "ConnectX-7"
+    assert expected["models"]["10de:2330"] == "H100-SXM5-80GB"
+    assert (expected["where"], expected["gpus"]) == ("profiles.node.nics", 8)

@@ -1,8 +1,12 @@
 """The ports a server shape has, by purpose, with the names the host will give them.
 
 Names come from the spec (`devices`, `interfaces` of a NIC group) where the operator gave
-them. Otherwise RDMA devices follow mlx5's enumeration (compute NICs first, in rail order,
-then storage), IPoIB interfaces are ib0, ib1, ... and Ethernet ports get the names `rail0`...
+them; else, for a server whose vendor publishes its ports (`port_map` of a catalog layout:
+DGX H100/H200, where the compute HCAs are mlx5_0,3,4,5,6,9,10,11 and not mlx5_0..7), from
+that table. Otherwise RDMA devices follow mlx5's enumeration (compute NICs first, in rail
+order, then storage), which on the node the hardware discovery (`myriad.node.hardware`)
+checks before anything is named or flashed; IPoIB interfaces are ib0, ib1, ... and Ethernet
+ports get the names `rail0`...
 / `stor0`... by purpose, which keeps configs identical across vendors' slot orders. Nothing
 in the kernel gives those names: `ports_to_name` lists the ports the `netnames` role must
 name on a server (it finds each by its RDMA device and writes a systemd.link file matching
@@ -12,7 +16,7 @@ the port's PCI path, see roles/netnames/README.md).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from myriad.spec.catalog_models import Catalog
 from myriad.spec.models import NicGroup, Profile
@@ -34,11 +38,30 @@ def _port_count(group: NicGroup | None, catalog: Catalog) -> int:
     return 0 if group is None else group.count * catalog.nics[group.model].ports
 
 
+def vendor_devices(profile: Profile, catalog: Catalog, purpose: Purpose) -> tuple[str, ...]:
+    """The RDMA devices the server's vendor publishes for `purpose`, if it covers the group.
+
+    Only when the profile's NICs are the layout's (a compute group of another model or count
+    than the vendor's table describes is not that server's ports) and the table has a name
+    for every port.
+    """
+    group: NicGroup | None = getattr(profile.nics, purpose)
+    layout = catalog.servers.get(profile.server) if profile.server else None
+    if group is None or layout is None or layout.port_map is None or purpose == "management":
+        return ()
+    if purpose == "compute" and group.model != layout.compute_nics.model:
+        return ()
+    names = layout.port_map.compute if purpose == "compute" else layout.port_map.storage
+    count = _port_count(group, catalog)
+    return tuple(names[:count]) if len(names) >= count else ()
+
+
 def ports(profile: Profile, catalog: Catalog, purpose: Purpose, fabric: str) -> list[Port]:
     group: NicGroup | None = getattr(profile.nics, purpose)
     if group is None:
         return []
     count = _port_count(group, catalog)
+    devices = group.devices or vendor_devices(profile, catalog, purpose)
     first_device = 0
     for earlier in ("compute", "storage", "management"):
         if earlier == purpose:
@@ -51,7 +74,7 @@ def ports(profile: Profile, catalog: Catalog, purpose: Purpose, fabric: str) -> 
         Port(
             purpose=purpose,
             index=i,
-            device=group.devices[i] if group.devices else f"mlx5_{first_device + i}",
+            device=devices[i] if devices else f"mlx5_{first_device + i}",
             interface=group.interfaces[i] if group.interfaces else f"{prefix}{i}",
             speed_gbps=speed,
         )
@@ -74,3 +97,34 @@ def ports_to_name(profile: Profile, catalog: Catalog, fabric: str) -> list[Port]
             p for p in ports(profile, catalog, purpose, fabric) if not p.interface.startswith("ib")
         )
     return named
+
+
+def hardware_expectation(
+    profile: Profile, catalog: Catalog, fabric: str, where: str
+) -> dict[str, Any]:
+    """What discovery on a node of this profile must find (`myriad.node.hardware.profile`).
+
+    `where` is the profile's place in the spec (`profiles.dgx.nics`), so a node's refusal
+    names the field to fix. `devices` is only what the spec or the vendor's table says; an
+    empty list lets the node's own map decide.
+    """
+    expected: dict[str, Any] = {"where": where}
+    if profile.gpu is not None:
+        expected["gpus"] = profile.gpu.count
+    for purpose in ("compute", "storage"):
+        group: NicGroup | None = getattr(profile.nics, purpose)
+        if group is None or not catalog.nics[group.model].rdma:
+            continue
+        expected[purpose] = {
+            "model": group.model,
+            "count": _port_count(group, catalog),
+            "speed_gbps": catalog.nics[group.model].speed_gbps,
+            "devices": list(group.devices or vendor_devices(profile, catalog, purpose)),
+        }
+    expected["models"] = {
+        pci_id: name
+        for entries in (catalog.nics, catalog.gpus)
+        for name, entry in entries.items()
+        for pci_id in entry.pci_ids
+    }
+    return expected
