@@ -18,9 +18,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 from ibsim_fabric import Simulator, available, planned, swap  # noqa: E402
+from myriad.node.parsers.ibnetdiscover import parse_ibnetdiscover  # noqa: E402
 from myriad.plan.ibnet import SIM_SPEED_CAP, ibsim_net, links_from_cables  # noqa: E402
 from myriad.validate.cabling import compare_fabric  # noqa: E402
-from myriad.validate.parsers.ibnetdiscover import parse_ibnetdiscover  # noqa: E402
 
 STARTER = ROOT / "inventories" / "starter-64" / "cluster.yaml"
 TARGET_S = 2.0

@@ -41,7 +41,7 @@ from myriad.spec import load_spec_text  # noqa: E402
 NVLINK = ROOT / "tests" / "samples" / "nvidia-smi-nvlink" / "a100-sxm4-80gb-x8_nvlink-status.txt"
 BOOT = (
     "import sys; sys.path.insert(0, sys.argv.pop(1)); "
-    "from myriad.health.node import main; sys.exit(main())"
+    "from myriad.node.health import main; sys.exit(main())"
 )
 HCAS = [f"mlx5_{i}" for i in range(8)]
 

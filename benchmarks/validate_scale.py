@@ -2,7 +2,7 @@
 
 Target (issue #7): evaluating the checks of 12,500 nodes' facts in under 2 s. The facts are
 generated as typed facts, distinct objects per node (8 GPUs, 18 NVLink links each, 9 HCAs,
-PCIe functions, QoS per rail, ...), as `myriad.validate.facts` would make them from what
+PCIe functions, QoS per rail, ...), as `myriad.node.facts` would make them from what
 the nodes sent; one node in a hundred carries a drift so that failures are exercised too.
 The controller's view holds all 12,500 Kubernetes nodes. Parsing one node's gathered
 document is measured apart (it happens while gathering, as each document arrives).
@@ -23,17 +23,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from myriad.plan.pipeline import PlanResult, plan_loaded
-from myriad.render.inventory import Inventory, build_inventory
-from myriad.spec import load_spec
-from myriad.validate.checks import (
+from myriad.node.checks import (
     CheckResult,
     ClusterExpectations,
     NodeExpectations,
     evaluate,
 )
-from myriad.validate.expectations import expect, load_role_defaults
-from myriad.validate.facts import (
+from myriad.node.facts import (
     Fact,
     HcaLink,
     HostsFile,
@@ -45,8 +41,8 @@ from myriad.validate.facts import (
     node_facts,
     ok,
 )
-from myriad.validate.gather_node import DEFAULT_UNITS
-from myriad.validate.parsers import (
+from myriad.node.gather import DEFAULT_UNITS
+from myriad.node.parsers import (
     Bond,
     BondSlave,
     Gpu,
@@ -62,6 +58,10 @@ from myriad.validate.parsers import (
     NvlinkStatus,
     PcieLink,
 )
+from myriad.plan.pipeline import PlanResult, plan_loaded
+from myriad.render.inventory import Inventory, build_inventory
+from myriad.spec import load_spec
+from myriad.validate.expectations import expect, load_role_defaults
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC = ROOT / "inventories" / "h100-100k" / "cluster.yaml"

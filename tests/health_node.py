@@ -18,7 +18,7 @@ from health_stubs import gpu_xml, infiniband_tree, nvidia_smi_script, set_counte
 SRC = Path(__file__).resolve().parents[1] / "src"
 BOOT = (
     "import sys; sys.path.insert(0, sys.argv.pop(1)); "
-    "from myriad.health.node import main; sys.exit(main())"
+    "from myriad.node.health import main; sys.exit(main())"
 )
 
 # A Slurm controller's answers for one node, from a JSON file: `show node -o` prints the

@@ -18,10 +18,10 @@ from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
 
+from myriad.node.parsers.ibnetdiscover import IbLink, IbNode, IbTopology
 from myriad.plan.cabling import Cable, iter_cables
 from myriad.plan.ibnet import NetLink, sim_speed, switch_port_counts
 from myriad.plan.pipeline import plan_spec
-from myriad.validate.parsers.ibnetdiscover import IbLink, IbNode, IbTopology
 
 TOOLS = ("ibsim", "ibsim-run", "ibnetdiscover")
 

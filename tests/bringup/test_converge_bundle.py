@@ -40,7 +40,7 @@ def test_the_bundle_holds_ansible_its_metadata_the_project_and_the_converge_unit
         "opt/myriad/lib/ansible/cli/playbook.py",
         "opt/myriad/playbooks/site.yml",
         "opt/myriad/roles/slurm/tasks/main.yml",
-        "opt/myriad/src/myriad/health/node.py",
+        "opt/myriad/src/myriad/node/health.py",
         "etc/systemd/system/myriad-converge.service",
     } <= names
     # ansible-core asks importlib.metadata for its dependencies' versions when it starts.

@@ -26,10 +26,10 @@ from myriad.bringup.node_local import (
     munge_key,
     munge_key_host,
 )
-from myriad.provision import converge_node
+from myriad.node import converge
 from myriad.render.inventory import Inventory
 
-PROGRAM = Path(converge_node.__file__)
+PROGRAM = Path(converge.__file__)
 
 
 def fake_ansible(home: Path, report: dict[str, object], code: int = 0) -> None:
@@ -107,7 +107,7 @@ def test_no_seed_is_a_failure_that_says_where_it_looked(home: Path) -> None:
 
 
 def run_program_with_extra(home: Path) -> tuple[int, dict[str, object]]:
-    # converge_node passes `-e @<seed>/extravars.json` last when it exists.
+    # myriad.node.converge passes `-e @<seed>/extravars.json` last when it exists.
     (home / "seed" / "extravars.json").write_text("{}")
     result = home / "out" / "result.json"
     done = subprocess.run(

@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
+from myriad.node.parsers.common import ParseFailure
+from myriad.node.parsers.lldpcli import parse_lldp_neighbors
 from myriad.plan.cabling import iter_cables
 from myriad.plan.pipeline import plan_spec
 from myriad.validate.lldp import compare_lldp, lldp_expectations, port_namer
-from myriad.validate.parsers.common import ParseFailure
-from myriad.validate.parsers.lldpcli import parse_lldp_neighbors
 
 ROOT = Path(__file__).resolve().parents[2]
 CAPTURE = ROOT / "tests/samples/lldpcli/sonic-ds730-leaf01-04_gpu-node-rails_json0.json"

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from myriad.validate.parsers.common import ParseFailure
-from myriad.validate.parsers.ibnetdiscover import parse_ibnetdiscover
+from myriad.node.parsers.common import ParseFailure
+from myriad.node.parsers.ibnetdiscover import parse_ibnetdiscover
 
 SAMPLE = (
     Path(__file__).resolve().parents[1]

@@ -15,9 +15,9 @@ import pytest
 from test_fabric_compare import FAT_TREE, STARTER, STARTER_FAULTS, starter_faulty_links
 
 from ibsim_fabric import Simulator, add_hca, available, narrow, planned, remove, swap
+from myriad.node.parsers.ibnetdiscover import parse_ibnetdiscover
 from myriad.plan.ibnet import SIM_SPEED_CAP, NetLink, ibsim_net, links_from_cables
 from myriad.validate.cabling import compare_fabric
-from myriad.validate.parsers.ibnetdiscover import parse_ibnetdiscover
 
 pytestmark = [
     pytest.mark.slow,

@@ -1,4 +1,4 @@
-"""Counter growth between runs (myriad.health.node.counter_growth), as properties: growth is
+"""Counter growth between runs (myriad.node.health.counter_growth), as properties: growth is
 never negative, the first reading is a baseline, a counter that only rises grows in total
 by exactly its rise, a reset counter (perfquery -R, a reboot) grew by what it reads now,
 and a counter the port does not report is never claimed to be quiet."""
@@ -10,8 +10,8 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from myriad.health.node import counter_growth
-from myriad.validate.facts import Fact, ok
+from myriad.node.facts import Fact, ok
+from myriad.node.health import counter_growth
 
 COUNTERS = ("link_downed", "symbol_error", "port_rcv_errors", "link_error_recovery")
 values = st.integers(min_value=0, max_value=2**64 - 1)

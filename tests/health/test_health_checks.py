@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from myriad.validate.checks import BY_ID, view_of
-from myriad.validate.facts import DiskSpace, Fact, NodeFacts, ok, unreadable
-from myriad.validate.parsers.kernel_log import XidEvent
+from myriad.node.checks import BY_ID, view_of
+from myriad.node.facts import DiskSpace, Fact, NodeFacts, ok, unreadable
+from myriad.node.parsers.kernel_log import XidEvent
 
 BLANK = unreadable("node02", "not used here")
 UNREADABLE: Fact[Any] = Fact("unreadable", detail="kernel log /dev/kmsg: Permission denied")
@@ -113,7 +113,7 @@ def test_disk_space() -> None:
 
 
 def test_storage_writable(tmp_path: Path) -> None:
-    from myriad.health.node import writable
+    from myriad.node.health import writable
 
     tried = writable([str(tmp_path), str(tmp_path / "gone")])
     assert tried.get() == {str(tmp_path): None, str(tmp_path / "gone"): "No such file or directory"}

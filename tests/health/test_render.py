@@ -14,10 +14,10 @@ import yaml
 from health_stubs import h100_spec
 from myriad.errors import SpecError
 from myriad.health.render import documents, write_documents
+from myriad.node.checks import NodeExpectations
 from myriad.plan.pipeline import plan_loaded
 from myriad.provision.resolve import resolve_cluster
 from myriad.spec import load_spec_text
-from myriad.validate.checks import NodeExpectations
 from myriad.validate.expectations import expect, load_role_defaults
 
 HEALTH = {"interval_s": 15, "drain": ["gpu.count", "gpu.xid", "hca.counter-growth"]}

@@ -186,7 +186,7 @@ def test_the_runner_needs_only_the_standard_library(node: Node, tmp_path_factory
         "import atexit, json, sys; sys.path.insert(0, sys.argv.pop(1)); "
         f"out = open({str(listing)!r}, 'w'); "
         "atexit.register(lambda: out.write(json.dumps(sorted(sys.modules))) and out.close()); "
-        "from myriad.health.node import main; sys.exit(main())"
+        "from myriad.node.health import main; sys.exit(main())"
     )
     done = subprocess.run(
         [sys.executable, "-I", "-S", "-c", boot, str(SRC), "--config", str(node.config)],
@@ -201,9 +201,10 @@ def test_the_runner_needs_only_the_standard_library(node: Node, tmp_path_factory
     top = {name.split(".")[0] for name in modules}
     assert top - set(sys.stdlib_module_names) - {"myriad", "__main__"} == set()
     mine = {name for name in modules if name.startswith("myriad.")}
-    allowed = ("myriad.validate", "myriad.health")
-    assert all(name.startswith(allowed) for name in mine), sorted(mine)
-    assert "myriad.health.node" in mine and "myriad.validate.checks.xid" in mine
+    assert all(name == "myriad.node" or name.startswith("myriad.node.") for name in mine), sorted(
+        mine
+    )
+    assert "myriad.node.health" in mine and "myriad.node.checks.xid" in mine
     # The controller's halves never load on the node.
     assert {
         "myriad.health.render",

@@ -9,8 +9,8 @@ from typing import Any
 from rich.console import Console
 
 from myriad.health.view import HealthReport, node_health, print_health
-from myriad.validate.checks import ClusterView, SlurmNodeView
-from myriad.validate.facts import Fact, ok, unreadable
+from myriad.node.checks import ClusterView, SlurmNodeView
+from myriad.node.facts import Fact, ok, unreadable
 
 NOW = 1_800_000_000.0
 NOTHING: Fact[Any] = Fact("not-gathered")

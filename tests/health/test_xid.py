@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from myriad.validate.parsers.kernel_log import DRAIN_XIDS, classify, parse_xid_lines
+from myriad.node.parsers.kernel_log import DRAIN_XIDS, classify, parse_xid_lines
 
 LOGS = Path(__file__).resolve().parents[1] / "samples" / "kernel-log"
 

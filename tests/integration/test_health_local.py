@@ -34,10 +34,10 @@ import pytest
 import yaml
 
 from health_stubs import gpu_xml, h100_spec, infiniband_tree, nvidia_smi_script
+from myriad.node.parsers import parse_scontrol_nodes
 from myriad.plan.nodes import container_name
 from myriad.provision import local
 from myriad.spec import load_spec
-from myriad.validate.parsers import parse_scontrol_nodes
 
 from run_names import free_subnet, unique_name
 

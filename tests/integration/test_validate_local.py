@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from myriad.node.checks.nccl import SOCKET_PLACEHOLDER
 from myriad.plan.nodes import container_name
 from myriad.plan.pipeline import PlanResult, plan_loaded
 from myriad.provision import local
@@ -25,7 +26,6 @@ from myriad.render.inventory import Inventory, build_inventory
 from myriad.render.writer import write_inventory
 from myriad.runner import new_run_dir
 from myriad.spec import load_spec_text
-from myriad.validate.checks.nccl import SOCKET_PLACEHOLDER
 from myriad.validate.expectations import expect, load_role_defaults
 from myriad.validate.gather import gather
 from myriad.validate.service import validate_cluster

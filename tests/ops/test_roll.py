@@ -15,12 +15,12 @@ import pytest
 from rich.console import Console
 
 from myriad.errors import OpsError
+from myriad.node.checks.model import CheckResult
 from myriad.ops.batches import Amount
 from myriad.ops.roll import RollOptions, batch_failures, new_roll, run_roll
 from myriad.ops.roll_state import RollState, unfinished
 from myriad.ops.slurm import Job, NodeState, Slurm
 from myriad.ops.slurmconf import Reload
-from myriad.validate.checks.model import CheckResult
 
 NODES = ["node01", "node02", "node03"]
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from myriad.validate.parsers import compress_hostlist, expand_hostlist
+from myriad.node.parsers import compress_hostlist, expand_hostlist
 
 ROOT = Path(__file__).resolve().parents[2]
 PLUGIN = ROOT / "roles" / "slurm" / "filter_plugins" / "slurm_hostlist.py"

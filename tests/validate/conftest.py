@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from myriad.validate.parsers.common import INTERNAL_ERROR, ParseFailure
+from myriad.node.parsers.common import INTERNAL_ERROR, ParseFailure
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SAMPLES_DIR = REPO_ROOT / "tests" / "samples"

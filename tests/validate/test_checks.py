@@ -12,14 +12,14 @@ from typing import Any
 import pytest
 import yaml
 
+from myriad.node.checks import CheckResult, ClusterExpectations, NodeExpectations, evaluate
+from myriad.node.checks.nccl import SOCKET_PLACEHOLDER
+from myriad.node.facts import HOSTS_BEGIN, HOSTS_END, NodeFacts, node_facts
+from myriad.node.gather import DEFAULT_UNITS
 from myriad.plan.pipeline import PlanResult, plan_loaded
 from myriad.render.inventory import Inventory, build_inventory
 from myriad.spec import load_spec_text
-from myriad.validate.checks import CheckResult, ClusterExpectations, NodeExpectations, evaluate
-from myriad.validate.checks.nccl import SOCKET_PLACEHOLDER
 from myriad.validate.expectations import expect, load_role_defaults
-from myriad.validate.facts import HOSTS_BEGIN, HOSTS_END, NodeFacts, node_facts
-from myriad.validate.gather_node import DEFAULT_UNITS
 
 from spec_builder import cluster, gpu_profile, load_example
 

@@ -12,11 +12,11 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from myriad.node.checks import CheckResult, NodeExpectations, evaluate_node, view_of
+from myriad.node.facts import node_facts, parse_fi_info_domains
 from myriad.plan.pipeline import plan_loaded
 from myriad.render.inventory import build_inventory
-from myriad.validate.checks import CheckResult, NodeExpectations, evaluate_node, view_of
 from myriad.validate.expectations import expect, load_role_defaults
-from myriad.validate.facts import node_facts, parse_fi_info_domains
 
 from spec_builder import load_example
 

@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 import yaml
 
+from myriad.node.checks import BY_ID, CHECKS, Expectation, NodeExpectations
+from myriad.node.checks.nccl import SOCKET_PLACEHOLDER, nccl_conf
 from myriad.plan.pipeline import PlanResult, plan_loaded
 from myriad.render.inventory import Inventory, build_inventory
-from myriad.validate.checks import BY_ID, CHECKS, Expectation, NodeExpectations
-from myriad.validate.checks.nccl import SOCKET_PLACEHOLDER, nccl_conf
 from myriad.validate.expectations import expect, load_role_defaults, node_variables
 
 from spec_builder import load_example

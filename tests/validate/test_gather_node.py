@@ -1,4 +1,4 @@
-"""gather_node.py run for real, locally, against fake tools and a fake file tree.
+"""myriad.node.gather run for real, locally, against fake tools and a fake file tree.
 
 The fake tools are small shell scripts that print the real captures in tests/samples (and
 this directory's fixtures); the fake root holds sysfs, procfs and /etc files built from the
@@ -20,11 +20,11 @@ from typing import Any
 
 import pytest
 
-from myriad.validate import gather_node
-from myriad.validate.facts import decode, node_facts
+from myriad.node import gather
+from myriad.node.facts import decode, node_facts
 from myriad.validate.gather import collect, document_of, gather_script
 
-SCRIPT = Path(gather_node.__file__)
+SCRIPT = Path(gather.__file__)
 SH = shutil.which("sh") or "/bin/sh"
 # PATH holds only the fake tools, so the fakes call real ones by absolute path.
 CAT = shutil.which("cat") or "/bin/cat"
@@ -136,8 +136,7 @@ def test_every_probe_is_recorded_with_the_tools_exact_output(
     # is-active's exit status 3 is kept as it is; reading the states is the reader's job.
     assert probes["units"]["rc"] == 3
     assert probes["units"]["stdout"].split() == [
-        "active" if u in ("chrony", "munge", "slurmd") else "inactive"
-        for u in gather_node.DEFAULT_UNITS
+        "active" if u in ("chrony", "munge", "slurmd") else "inactive" for u in gather.DEFAULT_UNITS
     ]
     sysfs = json.loads(probes["sysfs_infiniband"]["stdout"])
     assert sysfs["files"]["mlx4_0/ports/1/rate"] == "40 Gb/sec (4X QDR)"

@@ -18,14 +18,14 @@ from typing import Any
 
 import pytest
 
+from myriad.node import gather
+from myriad.node.checks import CheckResult, NodeExpectations, evaluate_node, view_of
+from myriad.node.checks.fabric import HCA_FAMILIES, IB_ERROR_LIMITS
+from myriad.node.facts import node_facts
+from myriad.node.parsers import ParseFailure, parse_sysfs_counters
 from myriad.plan.pipeline import plan_loaded
 from myriad.render.inventory import build_inventory
-from myriad.validate import gather_node
-from myriad.validate.checks import CheckResult, NodeExpectations, evaluate_node, view_of
-from myriad.validate.checks.fabric import HCA_FAMILIES, IB_ERROR_LIMITS
 from myriad.validate.expectations import expect, load_role_defaults
-from myriad.validate.facts import node_facts
-from myriad.validate.parsers import ParseFailure, parse_sysfs_counters
 
 from spec_builder import cluster, gpu_profile, load_example
 
@@ -280,7 +280,7 @@ def test_hca_firmware_against_the_minimum(sample: Callable[[str], str]) -> None:
 
 
 def gathered_sysfs(root: Path) -> dict[str, Any]:
-    return gather_node.sysfs_infiniband(str(root))
+    return gather.sysfs_infiniband(str(root))
 
 
 @pytest.fixture
@@ -303,7 +303,7 @@ def complete(root: Path) -> None:
 
 
 def test_the_gatherer_reads_exactly_the_counters_the_check_judges() -> None:
-    assert set(gather_node.IB_ERROR_COUNTERS) == set(IB_ERROR_LIMITS)
+    assert set(gather.IB_ERROR_COUNTERS) == set(IB_ERROR_LIMITS)
 
 
 def test_error_counters_the_capture_lacks_are_errors(sysfs_root: Path) -> None:

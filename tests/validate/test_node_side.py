@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from myriad.validate.checks import (
+from myriad.node.checks import (
     BY_ID,
     CHECKS,
     NodeExpectations,
@@ -24,8 +24,8 @@ from myriad.validate.checks import (
     registry,
     view_of,
 )
-from myriad.validate.checks.registry import SUBJECTS, subject_modules
-from myriad.validate.facts import node_facts
+from myriad.node.checks.registry import SUBJECTS, subject_modules
+from myriad.node.facts import node_facts
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 A100 = "nvidia-smi-q-x/a100-sxm4-80gb-x4-mig_v12_drv535.54.03.xml"
@@ -37,8 +37,8 @@ NODE_SCRIPT = textwrap.dedent(
     """
     import json, sys
     sys.path.insert(0, sys.argv[1])  # src, beside the standard library alone (-I -S)
-    from myriad.validate.checks import NodeExpectations, evaluate_node, view_of
-    from myriad.validate.facts import node_facts
+    from myriad.node.checks import NodeExpectations, evaluate_node, view_of
+    from myriad.node.facts import node_facts
     with open(sys.argv[2]) as handle:
         expectations = NodeExpectations.from_dict(json.load(handle))
     with open(sys.argv[3]) as handle:
@@ -130,8 +130,7 @@ def test_node_side_evaluation_needs_only_the_standard_library(
     assert third_party == set()
     myriad = {name for name in output["modules"] if name.startswith("myriad.")}
     assert myriad, "myriad was not imported"
-    node_side = ("myriad.validate", "myriad.validate.checks", "myriad.validate.facts")
-    assert all(name.startswith(node_side) or name == "myriad.validate" for name in myriad), sorted(
+    assert all(name == "myriad.node" or name.startswith("myriad.node.") for name in myriad), sorted(
         myriad
     )
     assert {"pydantic", "rich", "yaml", "ansible"}.isdisjoint(top_level)
@@ -188,9 +187,9 @@ def test_the_registry_collects_every_subject_module_in_report_order() -> None:
 
 
 def test_a_check_declared_twice_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    from myriad.validate.checks.gpu import GPU_COUNT
+    from myriad.node.checks.gpu import GPU_COUNT
 
-    again = types.ModuleType("myriad.validate.checks.gpu_again")
+    again = types.ModuleType("myriad.node.checks.gpu_again")
     again.GPU_COUNT_AGAIN = replace(GPU_COUNT, title="GPU count, declared again")  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, again.__name__, again)
     monkeypatch.setattr(registry, "subject_modules", lambda: ["gpu", "gpu_again"])

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from myriad.validate.parsers import Bond, BondSlave, ParseFailure, parse_bonding
-from myriad.validate.parsers.common import INTERNAL_ERROR
+from myriad.node.parsers import Bond, BondSlave, ParseFailure, parse_bonding
+from myriad.node.parsers.common import INTERNAL_ERROR
 
 LACP = "proc-net-bonding/bond0_802.3ad-lacp-fast_layer3+4_one-slave-down_lacp-pdu-details.txt"
 ACTIVE_BACKUP = "proc-net-bonding/bond_active-backup_primary-eth2_one-slave-down.txt"

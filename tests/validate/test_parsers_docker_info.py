@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from myriad.validate.parsers import DockerInfo, DockerRuntime, ParseFailure, parse_docker_info
-from myriad.validate.parsers.common import INTERNAL_ERROR
+from myriad.node.parsers import DockerInfo, DockerRuntime, ParseFailure, parse_docker_info
+from myriad.node.parsers.common import INTERNAL_ERROR
 
 RUNC_ONLY = "docker-info_20.10.24_runc-only.json"
 NVIDIA = "docker-info_edited_nvidia-default-runtime.json"

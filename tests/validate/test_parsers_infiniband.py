@@ -8,14 +8,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from myriad.validate.parsers import (
+from myriad.node.parsers import (
     IbReport,
     ParseFailure,
     parse_ibstat,
     parse_ibv_devinfo,
     parse_sysfs_infiniband,
 )
-from myriad.validate.parsers.common import INTERNAL_ERROR
+from myriad.node.parsers.common import INTERNAL_ERROR
 
 H100 = "ibstat/h100-node_cx7-mt4129-ndr400-ib_all-active.txt"
 MIXED = "ibstat/a100-vm_cx-vf-mt4126_mixed-ethernet-infiniband.txt"

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from myriad.validate.parsers import Interface, ParseFailure, parse_ip_link
-from myriad.validate.parsers.common import INTERNAL_ERROR
+from myriad.node.parsers import Interface, ParseFailure, parse_ip_link
+from myriad.node.parsers.common import INTERNAL_ERROR
 
 PLAIN = "ip-j-link_iproute2-6.1.0_bridge-veth.json"
 DETAILED = "ip-j-d-link_iproute2-6.1.0_bridge-veth.json"

@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from myriad.validate.parsers import KubeNode, ParseFailure, parse_kubectl_nodes
-from myriad.validate.parsers.common import INTERNAL_ERROR
+from myriad.node.parsers import KubeNode, ParseFailure, parse_kubectl_nodes
+from myriad.node.parsers.common import INTERNAL_ERROR
 
 NODES = "kubectl-get-nodes-o-json_v1.29.json"
 

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from myriad.validate.parsers import MlnxQos, ParseFailure, TrafficClass, parse_mlnx_qos
-from myriad.validate.parsers.common import INTERNAL_ERROR
+from myriad.node.parsers import MlnxQos, ParseFailure, TrafficClass, parse_mlnx_qos
+from myriad.node.parsers.common import INTERNAL_ERROR
 
 CAPTURE = "mlnx_qos/connectx-mlx5_2_eth4_trust-dscp_pfc-prio3.txt"
 

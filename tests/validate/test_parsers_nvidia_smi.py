@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from myriad.validate.parsers import (
+from myriad.node.parsers import (
     NvidiaSmiReport,
     NvlinkStatus,
     ParseFailure,
@@ -18,7 +18,7 @@ from myriad.validate.parsers import (
     parse_nvidia_smi_xml,
     parse_nvlink_status,
 )
-from myriad.validate.parsers.common import INTERNAL_ERROR
+from myriad.node.parsers.common import INTERNAL_ERROR
 
 A100_V12 = "nvidia-smi-q-x/a100-sxm4-80gb-x4-mig_v12_drv535.54.03.xml"
 T4_V11 = "nvidia-smi-q-x/tesla-t4_v11_drv515.105.01.xml"

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from myriad.validate.parsers import (
+from myriad.node.parsers import (
     Gres,
     ParseFailure,
     SinfoGresCount,
@@ -28,8 +28,8 @@ from myriad.validate.parsers import (
     parse_sinfo_count_gres,
     parse_sinfo_node_gres,
 )
-from myriad.validate.parsers.common import INTERNAL_ERROR
-from myriad.validate.parsers.slurm import MAX_HOSTLIST_NAMES
+from myriad.node.parsers.common import INTERNAL_ERROR
+from myriad.node.parsers.slurm import MAX_HOSTLIST_NAMES
 
 SINFO_GRES = "slurm-sinfo/sinfo_node-gres_gpu8-socket-bound.txt"
 SINFO_USED = "slurm-sinfo/sinfo_slurm-20.11.8_nodes-gresused_allocated.txt"

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pytest
 
+from myriad.node.parsers import ParseFailure
 from myriad.plan.pipeline import PlanResult, plan_loaded
 from myriad.render.inventory import build_inventory
-from myriad.validate.parsers import ParseFailure
 from myriad.validate.perf import (
     GATE_FRACTION,
     MARK,

@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
+from myriad.node.checks.model import ClusterView
+from myriad.node.checks.roce import ROCE_ADDRESS
+from myriad.node.facts import NOT_GATHERED, NodeFacts, node_facts
+from myriad.node.parsers import ParseFailure, parse_ip_addr
 from myriad.plan.pipeline import plan_loaded
 from myriad.render.inventory import build_inventory
-from myriad.validate.checks.model import ClusterView
-from myriad.validate.checks.roce import ROCE_ADDRESS
 from myriad.validate.expectations import expect, load_role_defaults
-from myriad.validate.facts import NOT_GATHERED, NodeFacts, node_facts
-from myriad.validate.parsers import ParseFailure, parse_ip_addr
 
 from spec_builder import load_example
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from myriad.validate.checks import CheckResult
+from myriad.node.checks import CheckResult
 from myriad.validate.report import (
     ValidationReport,
     merge,

@@ -28,14 +28,14 @@ from test_checks import (
     slurm_files,
 )
 
+from myriad.node.checks import CheckResult, evaluate
+from myriad.node.facts import node_facts
+from myriad.node.parsers.slurm_state import STATE_WORDS, parse_node_state
 from myriad.plan.pipeline import plan_loaded
-from myriad.validate.checks import CheckResult, evaluate
-from myriad.validate.facts import node_facts
-from myriad.validate.parsers.slurm_state import STATE_WORDS, parse_node_state
 
 from spec_builder import load_example
 
-GATHERER = Path(__file__).resolve().parents[2] / "src" / "myriad" / "validate" / "gather_node.py"
+GATHERER = Path(__file__).resolve().parents[2] / "src" / "myriad" / "node" / "gather.py"
 
 
 @pytest.fixture(scope="module")

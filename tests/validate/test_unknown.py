@@ -13,13 +13,13 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from myriad.validate.checks import (
+from myriad.node.checks import (
     CheckResult,
     NodeExpectations,
     evaluate_node,
     view_of,
 )
-from myriad.validate.facts import node_facts
+from myriad.node.facts import node_facts
 
 NODE = "gpu01"
 UNITS = ["chrony", "munge", "slurmd"]

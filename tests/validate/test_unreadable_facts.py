@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-from myriad.validate.checks.gpu import GPU_NVLINK
-from myriad.validate.facts import ok
-from myriad.validate.parsers import ParseFailure
-from myriad.validate.parsers.bonding import parse_bonding
-from myriad.validate.parsers.nvidia_smi import parse_nvidia_smi_text, parse_nvlink_status
+from myriad.node.checks.gpu import GPU_NVLINK
+from myriad.node.facts import ok
+from myriad.node.parsers import ParseFailure
+from myriad.node.parsers.bonding import parse_bonding
+from myriad.node.parsers.nvidia_smi import parse_nvidia_smi_text, parse_nvlink_status
 
 NVLINK = "nvidia-smi-nvlink/a100-sxm4-80gb-x8_nvlink-status.txt"
 SMI_TEXT = "nvidia-smi-q-text/h100-80gb-hbm3-x8_drv535.161.08_nvidia-smi-q.txt"
@@ -62,7 +62,7 @@ def test_empty_nvlink_status_is_no_nvlink_judged_against_the_profile(
 
 
 def test_nvlink_without_a_readable_gpu_list_is_not_a_pass(sample: Callable[[str], str]) -> None:
-    from myriad.validate.facts import Fact
+    from myriad.node.facts import Fact
 
     facts = SimpleNamespace(
         nvlink=ok(parse_nvlink_status(sample(NVLINK))),

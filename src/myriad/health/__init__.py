@@ -1,8 +1,6 @@
-"""Node health: the validation checks, run on every node all the time (see node.py).
+"""Node health, the controller's side: the validation checks run on every node all the time
+by myriad-health (myriad.node.health, standard library only: it runs on nodes).
 
-    node.py     myriad-health, the node's runner (standard library only: it runs on nodes)
     render.py   each node's document: its expectations and the spec's health policy
     view.py     `myriad health`: the cluster's health in one gathering pass
-
-Nothing is imported here: the node imports `myriad.health.node` alone.
 """

@@ -15,11 +15,11 @@ from typing import Any
 
 from myriad.errors import SpecError
 from myriad.fsutil import atomic_write_text
+from myriad.node.checks import BY_ID
 from myriad.plan.model import Plan
 from myriad.render.inventory import Inventory
 from myriad.spec.health import Health
 from myriad.spec.loader import LoadedSpec
-from myriad.validate.checks import BY_ID
 from myriad.validate.expectations import expect, load_role_defaults
 
 SCHEMA = 1

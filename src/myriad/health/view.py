@@ -23,14 +23,14 @@ from rich.console import Console
 from rich.table import Table
 
 from myriad.errors import ValidateError
-from myriad.health.node import REASON_PREFIX, bare_reason
 from myriad.health.render import check_drain_ids
+from myriad.node.checks import ClusterView, cluster_view
+from myriad.node.facts import NodeFacts
+from myriad.node.health import REASON_PREFIX, bare_reason
 from myriad.provision.resolve import resolve_cluster
 from myriad.render.writer import write_inventory
 from myriad.runner import new_run_dir
-from myriad.validate.checks import ClusterView, cluster_view
 from myriad.validate.expectations import expect, load_role_defaults
-from myriad.validate.facts import NodeFacts
 from myriad.validate.gather import gather
 
 

@@ -3,5 +3,14 @@
 Everything under this package is shipped to the nodes as one artefact and imported there by
 the health runner, the converge runner and the facts playbook, next to whatever Python the
 node's OS ships (Ubuntu 22.04: 3.10). It imports nothing outside the standard library and
-nothing of Myriad outside `myriad.node`; the controller side imports it, never the reverse.
+nothing of Myriad outside `myriad.node` at run time (a check's `derive`, the controller's
+half of its declaration, names the spec's and the plan's types for type checkers only, in
+`checks/model.py`); the controller side imports it, never the reverse.
+
+    gather.py     the probes: every tool's raw output, one JSON document (playbooks/facts.yml)
+    facts.py      that document read into typed NodeFacts
+    parsers/      each tool's output, parsed (pure)
+    checks/       the check model, the registry, the engine, one module per subject
+    health.py     myriad-health, the node health runner
+    converge.py   myriad-converge, image mode's runner of site.yml against the node itself
 """

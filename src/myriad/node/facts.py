@@ -1,4 +1,4 @@
-"""One node's gathered document (gather_node.py's JSON) turned into typed facts.
+"""One node's gathered document (myriad.node.gather's JSON) turned into typed facts.
 
 Every fact says what became of its probe, so that a check can tell a real difference from
 something it could not see:
@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, Generic, Literal, TypeVar
 
-from myriad.validate.parsers import (
+from myriad.node.parsers import (
     Bond,
     DockerInfo,
     IbPort,
@@ -54,9 +54,9 @@ from myriad.validate.parsers import (
     parse_sysfs_counters,
     parse_sysfs_infiniband,
 )
-from myriad.validate.parsers.common import first_line
-from myriad.validate.parsers.kernel_log import XidEvent
-from myriad.validate.parsers.slurm import Gres
+from myriad.node.parsers.common import first_line
+from myriad.node.parsers.kernel_log import XidEvent
+from myriad.node.parsers.slurm import Gres
 
 T = TypeVar("T")
 U = TypeVar("U")
@@ -233,7 +233,7 @@ class NodeFacts:
     slurm_files: Fact[Mapping[str, FileDigest | None]] = NOT_GATHERED
     # On a Slurm controller asked to run the validation job: which nodes ran it.
     job: Fact[JobRun] = NOT_GATHERED
-    # Node health only: the node health runner (myriad.health.node) reads these between its
+    # Node health only: the node health runner (myriad.node.health) reads these between its
     # runs; `myriad validate` does not gather them. XID events that count now (new in the
     # kernel log since the last run, and draining ones still held), each HCA's first port's
     # error counter growth since the last run, and the free space of the spec's paths.

@@ -385,7 +385,7 @@ def kubectl_nodes(timeout: float) -> Record:
 
 
 def probes(args: argparse.Namespace) -> dict[str, Callable[[], Record]]:
-    """Probe name -> zero-argument callable; names are the contract with myriad.validate.facts."""
+    """Probe name -> zero-argument callable; names are the contract with myriad.node.facts."""
     t, root = args.timeout, args.root
     table: dict[str, Callable[[], Record]] = {
         "hostname": lambda: read_file(at(root, "/proc/sys/kernel/hostname")),

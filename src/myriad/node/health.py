@@ -1,7 +1,7 @@
 """myriad-health: the node health runner, run on every node (Slurm's HealthCheckProgram, a
 node-problem-detector custom plugin on Kubernetes, or by hand).
 
-Standard library only, like the check code it runs (myriad.validate.checks, .facts, .parsers):
+Standard library only, like the check code it runs (myriad.node.checks, .facts, .parsers):
 the health role copies those modules and this one to the node, nothing else.
 
 One run:
@@ -41,11 +41,11 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from myriad.validate import gather_node
-from myriad.validate.checks import CheckResult, ClusterView, NodeExpectations, evaluate_node
-from myriad.validate.facts import DiskSpace, Fact, NodeFacts, node_facts, ok
-from myriad.validate.parsers import ParseFailure, parse_scontrol_nodes
-from myriad.validate.parsers.kernel_log import XidEvent, classify, parse_xid_lines
+from myriad.node import gather as gatherer
+from myriad.node.checks import CheckResult, ClusterView, NodeExpectations, evaluate_node
+from myriad.node.facts import DiskSpace, Fact, NodeFacts, node_facts, ok
+from myriad.node.parsers import ParseFailure, parse_scontrol_nodes
+from myriad.node.parsers.kernel_log import XidEvent, classify, parse_xid_lines
 
 SCHEMA = 1
 CONFIG = "/etc/myriad-health/node.json"
@@ -282,7 +282,7 @@ def gather(expectations: NodeExpectations, policy: Mapping[str, Any]) -> NodeFac
             qos.extend(n for n in value.get("names", []) if n not in qos)
     mount = _expected(expectations, "storage.mount")
     # The gatherer's own parser, so every option it gains has its default here too.
-    args = gather_node.parse_args(
+    args = gatherer.parse_args(
         [
             "--controller=none",
             f"--qos-nics={','.join(qos)}",
@@ -291,7 +291,7 @@ def gather(expectations: NodeExpectations, policy: Mapping[str, Any]) -> NodeFac
         ]
     )
     args.infiniband = policy.get("infiniband") or None
-    return node_facts(expectations.node, gather_node.gather(args))
+    return node_facts(expectations.node, gatherer.gather(args))
 
 
 # --- the orchestrator ------------------------------------------------------------------------

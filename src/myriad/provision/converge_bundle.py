@@ -113,7 +113,7 @@ def versions() -> dict[str, str]:
 
 
 def converge_program() -> bytes:
-    return (Path(__file__).resolve().parent / "converge_node.py").read_bytes()
+    return (Path(__file__).resolve().parents[1] / "node" / "converge.py").read_bytes()
 
 
 def bundle_digest() -> str:

@@ -1,6 +1,6 @@
 """A node's seed: everything it needs to run the site play against itself.
 
-In image mode a node converges itself (`bringup/converge_node.py`). Its seed is a small
+In image mode a node converges itself (`myriad.node.converge`). Its seed is a small
 folder, made here from the same inventory push mode uses, so a node's variables cannot differ
 between the modes: an inventory of this one node (the groups it is in with their variables,
 its own host variables, connection local), the cluster-wide tables, its health document, the

@@ -27,9 +27,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from myriad.node.checks import CheckResult
+from myriad.node.parsers.ibnetdiscover import IbTopology
 from myriad.plan.cabling import Cable
-from myriad.validate.checks import CheckResult
-from myriad.validate.parsers.ibnetdiscover import IbTopology
 from myriad.validate.report import ValidationReport
 
 Kind = Literal[

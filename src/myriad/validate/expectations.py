@@ -7,7 +7,7 @@ the spec and the catalog; the state the roles produce (/etc/nccl.conf, bonds, Qo
 services) comes from the inventory variables the roles were given, completed by the roles'
 own defaults, so that the expectation is what the roles were asked to do.
 
-The expectations are plain data (myriad.validate.checks.model): the same objects, or their
+The expectations are plain data (myriad.node.checks.model): the same objects, or their
 JSON, are what evaluation reads on the controller and on a node. Nodes of one kind share
 one tuple; only checks declared `per_node` (host name, Slurm switch) are per node, so
 12,500 nodes cost a few shared tuples, not half a million objects.
@@ -25,13 +25,13 @@ from typing import Any
 import yaml
 
 from myriad import paths
+from myriad.node.checks import CHECKS, Check, Context, Expect, Expectation
+from myriad.node.checks.model import ClusterExpectations, NodeExpectations
 from myriad.plan.model import Plan
 from myriad.plan.ports import ports
 from myriad.render.inventory import Inventory
 from myriad.spec.catalog_models import Catalog
 from myriad.spec.models import Cluster
-from myriad.validate.checks import CHECKS, Check, Context, Expect, Expectation
-from myriad.validate.checks.model import ClusterExpectations, NodeExpectations
 
 # Roles whose defaults complete what the inventory says (a variable the renderer leaves out
 # takes the role's default on the node, so the expectation must too).

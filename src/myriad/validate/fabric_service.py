@@ -20,13 +20,13 @@ from rich.console import Console
 from myriad import paths
 from myriad.errors import FabricInputError, ValidateError
 from myriad.fsutil import atomic_write_text
+from myriad.node.parsers.common import ParseFailure
+from myriad.node.parsers.ibnetdiscover import parse_ibnetdiscover
 from myriad.plan.cabling import iter_cables
 from myriad.plan.fabric import iter_switch_tree
 from myriad.plan.pipeline import PlanResult, plan_spec
 from myriad.validate.cabling import CHECK_OF, SPEEDS, Comparison, compare_fabric, fabric_report
 from myriad.validate.fabric_topology import discovered_tree, topology_conf, tree_differences
-from myriad.validate.parsers.common import ParseFailure
-from myriad.validate.parsers.ibnetdiscover import parse_ibnetdiscover
 from myriad.validate.report import ValidationReport, to_json, write_junit
 
 DISCOVER_TASK = "Discover the InfiniBand subnet"

@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from myriad.node.parsers.ibnetdiscover import IbTopology
 from myriad.plan.fabric import TreeSwitch
 from myriad.validate.cabling import device_name
-from myriad.validate.parsers.ibnetdiscover import IbTopology
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,6 +1,6 @@
 """Gathering: playbooks/facts.yml through ansible-runner, one JSON document per node.
 
-The playbook runs gather_node.py on every node at once (Ansible's forks, strategy free);
+The playbook runs myriad.node.gather on every node at once (Ansible's forks, strategy free);
 each node's document arrives in the `runner_on_ok` event of its one task and is turned into
 typed facts right there, so the control node holds parsed facts, not thousands of raw
 documents. Unreachable nodes and nodes whose gatherer failed are recorded with Ansible's
@@ -18,12 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from myriad import paths
+from myriad.node.facts import NodeFacts, decode, node_facts, unreadable
 from myriad.runner import TUNED_WITHOUT_MITOGEN, run_playbook
-from myriad.validate.facts import NodeFacts, decode, node_facts, unreadable
 
 # The gatherer ships inside the package (a module, so every wheel and install has it); the
 # play is handed its path and never looks for it in a checkout.
-GATHER_MODULE = ("myriad.validate", "gather_node.py")
+GATHER_MODULE = ("myriad.node", "gather.py")
 GATHER_TASK = "Run the fact gatherer on the node"
 DEFAULT_PROBE_TIMEOUT_S = 20
 # Ansible's connection errors run to several hundred characters on one line; a report

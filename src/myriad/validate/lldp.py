@@ -14,11 +14,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from myriad.node.parsers.lldpcli import LldpNeighbor
 from myriad.plan.cabling import Cable
 from myriad.plan.ports import ports
 from myriad.spec.catalog_models import Catalog
 from myriad.spec.models import Cluster
-from myriad.validate.parsers.lldpcli import LldpNeighbor
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,13 +26,13 @@ from typing import Any
 
 import yaml
 
+from myriad.node.checks import CheckResult, Status
+from myriad.node.parsers import ParseFailure, compress_hostlist
 from myriad.plan.model import NodeBandwidth
 from myriad.plan.ports import ports
 from myriad.render.inventory import Inventory
 from myriad.runner import TUNED_WITHOUT_MITOGEN, run_playbook
 from myriad.spec.loader import LoadedSpec
-from myriad.validate.checks import CheckResult, Status
-from myriad.validate.parsers import ParseFailure, compress_hostlist
 
 GATE_FRACTION = 0.9
 MIN_BYTES, MAX_BYTES = "8G", "16G"

@@ -20,7 +20,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from myriad.validate.checks import CHECK_ORDER, STATUSES, TITLES, CheckResult, Status
+from myriad.node.checks import CHECK_ORDER, STATUSES, TITLES, CheckResult, Status
 
 STYLE: dict[str, str] = {
     "pass": "green",

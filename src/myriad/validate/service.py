@@ -22,6 +22,8 @@ from rich.console import Console
 
 from myriad.bringup.flow import ClusterState, cluster_state, image_records
 from myriad.errors import ValidateError
+from myriad.node.checks import cluster_view, evaluate
+from myriad.node.facts import NodeFacts
 from myriad.plan.pipeline import PlanResult, plan_spec
 from myriad.provision.resolve import resolve_cluster
 from myriad.render.inventory import Inventory
@@ -29,9 +31,7 @@ from myriad.render.writer import write_inventory
 from myriad.runner import new_run_dir
 from myriad.spec.loader import LoadedSpec
 from myriad.validate import perf as perf_module
-from myriad.validate.checks import cluster_view, evaluate
 from myriad.validate.expectations import expect, load_role_defaults
-from myriad.validate.facts import NodeFacts
 from myriad.validate.gather import DEFAULT_PROBE_TIMEOUT_S, gather
 from myriad.validate.report import ValidationReport, merge, print_report, to_json, write_junit
 

@@ -2,7 +2,7 @@
 
 The verify play gathers the node's facts with Myriad's gatherer (as `playbooks/facts.yml`
 does) and pipes them here, on the controller, with an expectation document written by hand
-from the scenario's inventory. Evaluation is the node-side code of `myriad.validate.checks`,
+from the scenario's inventory. Evaluation is the node-side code of `myriad.node.checks`,
 the same code the node health runner uses. Prints one line per check; exits 1 unless every
 check passed.
 
@@ -14,9 +14,9 @@ from __future__ import annotations
 import json
 import sys
 
-from myriad.validate.checks.engine import evaluate_node, view_of
-from myriad.validate.checks.model import NodeExpectations
-from myriad.validate.facts import decode, node_facts
+from myriad.node.checks.engine import evaluate_node, view_of
+from myriad.node.checks.model import NodeExpectations
+from myriad.node.facts import decode, node_facts
 
 
 def main(argv: list[str]) -> int:

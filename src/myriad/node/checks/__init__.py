@@ -1,6 +1,6 @@
 """Validation checks: one declaration per check, in checks/<subject>.py (see README.md).
 
-Standard library only: this package, myriad.validate.facts and myriad.validate.parsers are
+Standard library only: this package, myriad.node.facts and myriad.node.parsers are
 what the node health runner imports on a node. Deriving expectations from the spec is the
 controller's part (myriad.validate.expectations); it hands each check's `derive` a Context
 and the checks never import the spec or the plan themselves.
@@ -12,7 +12,7 @@ and the checks never import the spec or the plan themselves.
     NodeExpectations       plain data; to_dict() / from_dict() is the node's JSON document
 """
 
-from myriad.validate.checks.engine import (
+from myriad.node.checks.engine import (
     CHECK_ORDER,
     REACHABLE,
     TITLES,
@@ -25,7 +25,7 @@ from myriad.validate.checks.engine import (
     unreachable_result,
     view_of,
 )
-from myriad.validate.checks.model import (
+from myriad.node.checks.model import (
     EXPECTATIONS_SCHEMA,
     STATUSES,
     Check,
@@ -41,7 +41,7 @@ from myriad.validate.checks.model import (
     SlurmNodeView,
     Status,
 )
-from myriad.validate.checks.registry import BY_ID, CHECKS
+from myriad.node.checks.registry import BY_ID, CHECKS
 
 __all__ = [
     "BY_ID",

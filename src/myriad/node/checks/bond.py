@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from myriad.validate.checks.model import (
+from myriad.node.checks.model import (
     Check,
     ClusterView,
     Context,
@@ -20,7 +20,7 @@ from myriad.validate.checks.model import (
     unavailable,
     verdict,
 )
-from myriad.validate.facts import NodeFacts
+from myriad.node.facts import NodeFacts
 
 CABLE_FIX = "check the cables and the switch's port-channel (LACP) for the down members"
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from myriad.validate.checks.model import (
+from myriad.node.checks.model import (
     Check,
     ClusterView,
     Context,
@@ -18,7 +18,7 @@ from myriad.validate.checks.model import (
     listed,
     verdict,
 )
-from myriad.validate.facts import NodeFacts
+from myriad.node.facts import NodeFacts
 
 GROWTH_FIX = (
     "check the cable, transceiver and switch port of the named HCA (mlxlink -d <dev> shows "

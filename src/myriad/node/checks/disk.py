@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from myriad.validate.checks.model import (
+from myriad.node.checks.model import (
     Check,
     ClusterView,
     Context,
@@ -16,7 +16,7 @@ from myriad.validate.checks.model import (
     listed,
     verdict,
 )
-from myriad.validate.facts import NodeFacts
+from myriad.node.facts import NodeFacts
 
 DISK_FIX = "free space on {node} (old job output, core files, container images) or grow the disk"
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from myriad.validate.checks.model import (
+from myriad.node.checks.model import (
     CheckResult,
     ClusterExpectations,
     ClusterView,
@@ -20,9 +20,9 @@ from myriad.validate.checks.model import (
     NodeExpectations,
     SlurmNodeView,
 )
-from myriad.validate.checks.registry import BY_ID, CHECKS
-from myriad.validate.facts import Fact, NodeFacts
-from myriad.validate.parsers import KubeNode
+from myriad.node.checks.registry import BY_ID, CHECKS
+from myriad.node.facts import Fact, NodeFacts
+from myriad.node.parsers import KubeNode
 
 REACHABLE = "node.reachable"
 TITLES = {REACHABLE: "facts gathered from the node", **{c.id: c.title for c in CHECKS}}
@@ -135,7 +135,7 @@ def unreachable_result(node: str, message: str, *, gathered: bool = False) -> Ch
             "facts gathered",
             f"the gatherer failed: {message}",
             "pools",
-            "run it by hand to see why: python3 gather_node.py (needs python3 on the node)",
+            "run it by hand to see why: python3 gather.py (needs python3 on the node)",
         )
     return CheckResult(
         node,

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
-from myriad.validate.checks.model import (
+from myriad.node.checks.model import (
     SHOWN,
     Check,
     ClusterView,
@@ -22,7 +22,7 @@ from myriad.validate.checks.model import (
     unknown,
     verdict,
 )
-from myriad.validate.facts import NodeFacts
+from myriad.node.facts import NodeFacts
 
 LINK_FIX = "check the cable, transceiver and switch port; `ibstat` shows the port state"
 

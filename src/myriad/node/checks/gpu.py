@@ -5,7 +5,7 @@ from __future__ import annotations
 from operator import attrgetter
 from typing import Any
 
-from myriad.validate.checks.model import (
+from myriad.node.checks.model import (
     Check,
     ClusterView,
     Context,
@@ -21,7 +21,7 @@ from myriad.validate.checks.model import (
     unit_active,
     verdict,
 )
-from myriad.validate.facts import NodeFacts
+from myriad.node.facts import NodeFacts
 
 # nvidia-smi reports usable memory: 79.6 GiB on an "80 GB" H100, 15 GiB on a "16 GB" T4.
 GPU_MEMORY_LOW, GPU_MEMORY_HIGH = 0.92, 1.05

@@ -6,7 +6,7 @@ import sys
 from functools import lru_cache
 from typing import Any
 
-from myriad.validate.checks.model import (
+from myriad.node.checks.model import (
     Check,
     ClusterView,
     Context,
@@ -22,7 +22,7 @@ from myriad.validate.checks.model import (
     unit_active,
     verdict,
 )
-from myriad.validate.facts import NodeFacts
+from myriad.node.facts import NodeFacts
 
 EVERY = "pools (every node)"
 TIME_UNITS = {"chrony": "chrony", "timesyncd": "systemd-timesyncd"}

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from myriad.validate.checks.model import (
+from myriad.node.checks.model import (
     Check,
     ClusterView,
     Context,
@@ -20,7 +20,7 @@ from myriad.validate.checks.model import (
     passed,
     unavailable,
 )
-from myriad.validate.facts import NodeFacts
+from myriad.node.facts import NodeFacts
 
 IMAGE_FIX = (
     "start {node} from its profile's current image: `myriad up SPEC` recreates a local node "

@@ -3,7 +3,7 @@ API server sees it (Ready, allocatable GPUs)."""
 
 from __future__ import annotations
 
-from myriad.validate.checks.model import (
+from myriad.node.checks.model import (
     Check,
     ClusterView,
     Context,
@@ -17,8 +17,8 @@ from myriad.validate.checks.model import (
     unit_active,
     unknown,
 )
-from myriad.validate.facts import NodeFacts
-from myriad.validate.parsers import KubeNode
+from myriad.node.facts import NodeFacts
+from myriad.node.parsers import KubeNode
 
 FIELD = "software.orchestrator"
 FIX = bringup_fix("kubernetes", "systemctl restart kubelet")

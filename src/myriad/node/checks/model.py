@@ -17,9 +17,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
-from myriad.validate.facts import NOT_GATHERED, Fact, FileDigest, JobRun, NodeFacts
-from myriad.validate.parsers import Gres, KubeNode, SlurmTopology
-from myriad.validate.parsers.slurm_state import NodeState, parse_node_state
+from myriad.node.facts import NOT_GATHERED, Fact, FileDigest, JobRun, NodeFacts
+from myriad.node.parsers import Gres, KubeNode, SlurmTopology
+from myriad.node.parsers.slurm_state import NodeState, parse_node_state
 
 if TYPE_CHECKING:
     from myriad.plan.model import Plan

@@ -4,7 +4,7 @@ checks the mount itself (storage.mount)."""
 
 from __future__ import annotations
 
-from myriad.validate.checks.model import (
+from myriad.node.checks.model import (
     Check,
     ClusterView,
     Context,
@@ -16,7 +16,7 @@ from myriad.validate.checks.model import (
     passed,
     unknown,
 )
-from myriad.validate.facts import NodeFacts
+from myriad.node.facts import NodeFacts
 
 WRITABLE_FIX = (
     "check the mount on {node} (dmesg for a read-only remount or a hung server, "

@@ -11,7 +11,7 @@ import difflib
 from collections.abc import Mapping
 from typing import Any
 
-from myriad.validate.checks.model import (
+from myriad.node.checks.model import (
     Check,
     ClusterView,
     Context,
@@ -24,7 +24,7 @@ from myriad.validate.checks.model import (
     passed,
     unavailable,
 )
-from myriad.validate.facts import NodeFacts
+from myriad.node.facts import NodeFacts
 
 # Without nccl_socket_ifname the nccl role names the interface that holds the node's
 # nccl_socket_address (a host variable; roles/nccl/tasks/main.yml looks it up on the node

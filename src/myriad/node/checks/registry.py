@@ -13,7 +13,7 @@ import pkgutil
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from myriad.validate.checks.model import Check
+from myriad.node.checks.model import Check
 
 # The order of the report's table: what a node is, then up the stack to the orchestrator.
 SUBJECTS = (
@@ -31,7 +31,7 @@ SUBJECTS = (
     "kubernetes",
 )
 _MODEL = ("model", "registry", "engine")
-_PACKAGE = "myriad.validate.checks"
+_PACKAGE = "myriad.node.checks"
 
 
 def subject_modules() -> list[str]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from myriad.validate.checks.model import (
+from myriad.node.checks.model import (
     Check,
     Context,
     Expect,
@@ -20,8 +20,8 @@ from myriad.validate.checks.model import (
     unknown,
     verdict,
 )
-from myriad.validate.facts import NodeFacts
-from myriad.validate.parsers import MlnxQos
+from myriad.node.facts import NodeFacts
+from myriad.node.parsers import MlnxQos
 
 FIX = bringup_fix("roce", "or restart myriad-roce-qos.service")
 

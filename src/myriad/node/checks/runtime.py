@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from myriad.validate.checks.model import (
+from myriad.node.checks.model import (
     Check,
     ClusterView,
     Context,
@@ -21,7 +21,7 @@ from myriad.validate.checks.model import (
     unavailable,
     unit_active,
 )
-from myriad.validate.facts import NodeFacts
+from myriad.node.facts import NodeFacts
 
 FIELD = "software.container_runtime"
 _NVIDIA_RUNTIME = re.compile(r"runtimes\.(?:\"nvidia\"|nvidia)\]")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from myriad.validate.checks.model import (
+from myriad.node.checks.model import (
     Check,
     ClusterView,
     Context,
@@ -21,7 +21,7 @@ from myriad.validate.checks.model import (
     unit_active,
     unknown,
 )
-from myriad.validate.facts import FileDigest, NodeFacts
+from myriad.node.facts import FileDigest, NodeFacts
 
 FIELD = "software.orchestrator"
 GOOD_STATES = ["IDLE", "ALLOCATED", "MIXED", "COMPLETING"]

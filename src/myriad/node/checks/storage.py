@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from myriad.validate.checks.model import (
+from myriad.node.checks.model import (
     Check,
     ClusterView,
     Context,
@@ -16,7 +16,7 @@ from myriad.validate.checks.model import (
     passed,
     unavailable,
 )
-from myriad.validate.facts import NodeFacts
+from myriad.node.facts import NodeFacts
 
 # The file system types findmnt reports for each storage.kind.
 FSTYPES = {

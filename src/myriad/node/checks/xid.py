@@ -1,12 +1,12 @@
 """GPU XID errors from the kernel log: node health's check (myriad-health reads the log with a
 cursor, so every XID is judged once; a draining XID is held until the node reboots or the
-spec's hold ends). The catalog is myriad.validate.parsers.kernel_log."""
+spec's hold ends). The catalog is myriad.node.parsers.kernel_log."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from myriad.validate.checks.model import (
+from myriad.node.checks.model import (
     Check,
     ClusterView,
     Context,
@@ -18,7 +18,7 @@ from myriad.validate.checks.model import (
     listed,
     passed,
 )
-from myriad.validate.facts import NodeFacts
+from myriad.node.facts import NodeFacts
 
 XID_FIX = (
     "look the XID up in NVIDIA's XID catalog (docs.nvidia.com/deploy/xid-errors): reset the "

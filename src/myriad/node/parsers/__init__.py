@@ -4,10 +4,10 @@ Every parser raises ParseFailure (a ValueError) and nothing else for output it c
 read: empty, truncated, garbage, or an error message in place of the expected output.
 """
 
-from myriad.validate.parsers.bonding import Bond, BondSlave, parse_bonding
-from myriad.validate.parsers.common import ParseFailure
-from myriad.validate.parsers.docker_info import DockerInfo, DockerRuntime, parse_docker_info
-from myriad.validate.parsers.infiniband import (
+from myriad.node.parsers.bonding import Bond, BondSlave, parse_bonding
+from myriad.node.parsers.common import ParseFailure
+from myriad.node.parsers.docker_info import DockerInfo, DockerRuntime, parse_docker_info
+from myriad.node.parsers.infiniband import (
     IbDevice,
     IbPort,
     IbReport,
@@ -16,10 +16,10 @@ from myriad.validate.parsers.infiniband import (
     parse_sysfs_counters,
     parse_sysfs_infiniband,
 )
-from myriad.validate.parsers.iplink import Interface, parse_ip_addr, parse_ip_link
-from myriad.validate.parsers.kubernetes import GPU_RESOURCE, KubeNode, parse_kubectl_nodes
-from myriad.validate.parsers.mlnx_qos import MlnxQos, TrafficClass, parse_mlnx_qos
-from myriad.validate.parsers.nvidia_smi import (
+from myriad.node.parsers.iplink import Interface, parse_ip_addr, parse_ip_link
+from myriad.node.parsers.kubernetes import GPU_RESOURCE, KubeNode, parse_kubectl_nodes
+from myriad.node.parsers.mlnx_qos import MlnxQos, TrafficClass, parse_mlnx_qos
+from myriad.node.parsers.nvidia_smi import (
     Gpu,
     NvidiaSmiReport,
     NvlinkGpu,
@@ -30,7 +30,7 @@ from myriad.validate.parsers.nvidia_smi import (
     parse_nvidia_smi_xml,
     parse_nvlink_status,
 )
-from myriad.validate.parsers.slurm import (
+from myriad.node.parsers.slurm import (
     Gres,
     SinfoGresCount,
     SinfoNodeGres,

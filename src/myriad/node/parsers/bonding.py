@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from myriad.validate.parsers.common import (
+from myriad.node.parsers.common import (
     ParseFailure,
     first_line,
     guarded,

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from myriad.validate.parsers.common import ParseFailure, guarded, require_text
+from myriad.node.parsers.common import ParseFailure, guarded, require_text
 
 __all__ = ["IbLink", "IbNode", "IbTopology", "parse_ibnetdiscover"]
 

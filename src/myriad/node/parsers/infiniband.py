@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from myriad.validate.parsers.common import (
+from myriad.node.parsers.common import (
     ParseFailure,
     first_line,
     guarded,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, TypeGuard
 
-from myriad.validate.parsers.common import ParseFailure, guarded, load_json
+from myriad.node.parsers.common import ParseFailure, guarded, load_json
 
 __all__ = ["Interface", "parse_ip_addr", "parse_ip_link"]
 

@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from myriad.validate.parsers.common import ParseFailure, guarded, load_json
+from myriad.node.parsers.common import ParseFailure, guarded, load_json
 
 __all__ = ["GPU_RESOURCE", "KubeNode", "parse_kubectl_nodes"]
 

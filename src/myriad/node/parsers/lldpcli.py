@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from myriad.validate.parsers.common import ParseFailure, guarded, load_json
+from myriad.node.parsers.common import ParseFailure, guarded, load_json
 
 __all__ = ["LldpNeighbor", "parse_lldp_neighbors"]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from myriad.validate.parsers.common import ParseFailure, first_line, guarded, require_text
+from myriad.node.parsers.common import ParseFailure, first_line, guarded, require_text
 
 __all__ = ["MlnxQos", "TrafficClass", "parse_mlnx_qos"]
 

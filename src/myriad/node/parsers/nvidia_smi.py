@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import NoReturn
 from xml.parsers import expat
 
-from myriad.validate.parsers.common import (
+from myriad.node.parsers.common import (
     ParseFailure,
     first_line,
     guarded,

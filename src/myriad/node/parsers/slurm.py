@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from myriad.validate.parsers.common import ParseFailure, first_line, guarded, require_text, to_int
+from myriad.node.parsers.common import ParseFailure, first_line, guarded, require_text, to_int
 
 __all__ = [
     "Gres",
