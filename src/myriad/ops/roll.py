@@ -632,6 +632,29 @@ def changed_tasks(events: Sequence[Mapping[str, Any]]) -> list[ChangedTask]:
     return found
 
 
+# The slurm role's handler for a changed slurm.conf; with `slurm_controller_reload:
+# reconfigure` (what the roll passes when it chose a reconfigure) it runs scontrol reconfigure.
+RESTART_HANDLER = "Restart slurmctld"
+
+
+def controller_changes(
+    changes: Sequence[ChangedTask], controllers: Sequence[str], reload: Reload
+) -> dict[str, list[str]]:
+    """What each controller would change, once each, in the words of what the roll will do:
+    check mode runs the role's default reload (restart), not the one the roll chose."""
+    shown: dict[str, list[str]] = {}
+    for change in changes:
+        if change.host not in controllers:
+            continue
+        task = change.task
+        if task == RESTART_HANDLER and reload == "reconfigure":
+            task = "Reconfigure slurmctld (scontrol reconfigure)"
+        tasks = shown.setdefault(change.host, [])
+        if task not in tasks:
+            tasks.append(task)
+    return shown
+
+
 # --- the command ------------------------------------------------------------------------
 
 
@@ -765,10 +788,8 @@ def plan_roll(
                 blockers,
             )
     console.print(table)
-    for host in controllers:
-        if host in by_host:
-            tasks = "; ".join(dict.fromkeys(by_host[host]))
-            console.print(f"{host} would change: {tasks}", markup=False)
+    for host, tasks in controller_changes(changes, controllers, reload).items():
+        console.print(f"{host} would change: {'; '.join(tasks)}", markup=False)
     if outcome.failures:
         for failure in outcome.failures:
             console.print(
