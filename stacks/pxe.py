@@ -96,6 +96,35 @@ class DhcpSubnet:
     relayed: bool
 
 
+@dataclass(frozen=True, slots=True)
+class DnsmasqLimits:
+    """dnsmasq's ceilings for a fleet, and the open-files limit it must run with to keep them."""
+
+    lease_max: int
+    tftp_max: int
+    open_files: int
+
+
+# dnsmasq(8) (Debian 2.90): `--dhcp-lease-max` defaults to 1000 leases and `--tftp-max` to 50
+# concurrent transfers; each transfer takes a file descriptor, "(2*n)+10" when the files
+# differ, and at start-up dnsmasq lowers tftp-max to what its open-files limit allows
+# (src/dnsmasq.c: "restricting maximum simultaneous TFTP transfers to %d").
+_MARGIN_MIN = 64
+_OTHER_FDS = 128  # sockets, the lease file, logs: dnsmasq reserves about 50 for them itself
+
+
+def dnsmasq_limits(hosts: int) -> DnsmasqLimits:
+    """Room for every host at once, plus a quarter (at least 64).
+
+    Leases are `infinite` (each host's static address), so every host that ever booted holds
+    one; the margin covers the leases a swapped board's old MAC keeps until it is removed, and
+    hosts added before the next render. TFTP: every host may network-boot at once (a site-wide
+    power restore with network boot first in the firmware's order), one transfer each.
+    """
+    room = hosts + max(_MARGIN_MIN, hosts // 4)
+    return DnsmasqLimits(lease_max=room, tftp_max=room, open_files=2 * room + _OTHER_FDS)
+
+
 def options(spec: Cluster) -> BareMetalOptions:
     return spec.provider.baremetal or BareMetalOptions()
 
@@ -304,6 +333,7 @@ def render_pxe(
         "dnsmasq.conf": env.get_template("dnsmasq.conf.j2").render(
             **common,
             subnets=subnets,
+            limits=dnsmasq_limits(len(entries)),
             server=settings.server,
             dns=settings.dns,
             interface=settings.interface,

@@ -84,7 +84,7 @@ def test_one_node_resource_per_server(starter_stack: Built, starter_spec: Cluste
         assert node.inputs["mac"] == host.mac
         assert node.inputs["bmc_address"] == host.bmc_address
         assert node.inputs["address"] == host.address
-        assert node.inputs["os"] == "ubuntu-22.04"
+        assert node.inputs["os"] == starter_spec.software.os
         # What the asynchronous create needs: the PXE server's folder and the install limit.
         assert node.inputs["pxe_root"] == "/srv/myriad-pxe"
         assert node.inputs["parallel_installs"] == 50

@@ -3,8 +3,9 @@
 Exercised: stacks.pxe with the templates in templates/pxe and the `python -m stacks.pxe` CLI;
 the one-shot install flag (myriad.provision.pxe_state) and the installers' callback through
 the PXE server's HTTP side (myriad.provision.pxe_server) on a loopback port.
-Not exercised: a real dnsmasq, iPXE, firmware or installer (the files are checked as
-documents; what iPXE and subiquity do with them needs real servers to confirm).
+Not exercised here: real tools (test_pxe_dnsmasq.py runs Debian's dnsmasq on the rendered
+configuration, test_pxe_autoinstall.py validates the autoinstall against subiquity's schema
+and runs netplan); iPXE, firmware and the installer need real servers to confirm.
 """
 
 from __future__ import annotations
@@ -87,11 +88,11 @@ def test_each_node_has_its_own_installer(spec: Cluster, files: dict[str, str]) -
         script = files[installer_path(host.mac)]
         assert script.startswith("#!ipxe\n")
         kernel = next(line for line in script.splitlines() if line.startswith("kernel "))
-        assert kernel.startswith("kernel http://10.10.0.2/images/ubuntu-22.04/vmlinuz ")
+        assert kernel.startswith(f"kernel http://10.10.0.2/images/{spec.software.os}/vmlinuz ")
         # The installer uses the NIC the node booted from.
         assert " BOOTIF=01-${netX/mac:hexhyp} " in kernel
         assert f"ds=nocloud-net;s=http://10.10.0.2/nodes/{host.name}/" in kernel
-        assert "initrd http://10.10.0.2/images/ubuntu-22.04/initrd" in script
+        assert f"initrd http://10.10.0.2/images/{spec.software.os}/initrd" in script
     hosts = json.loads(files[HOSTS_FILE])
     assert hosts["gpu01"] == {"mac": spec.provider.hosts[3].mac, "address": "10.10.0.23"}
 
@@ -121,13 +122,14 @@ def test_autoinstall_sets_keys_and_no_password(spec: Cluster, files: dict[str, s
         assert BMC_PASSWORD not in text
         banner = next(f for f in system["write_files"] if f["path"].startswith("/etc/ssh/"))
         assert (
-            banner["content"] == f"VersionAddendum {ssh_banner_marker(host.name, 'ubuntu-22.04')}\n"
+            banner["content"]
+            == f"VersionAddendum {ssh_banner_marker(host.name, spec.software.os)}\n"
         )
         identity = next(f for f in system["write_files"] if f["path"] == "/etc/myriad/node.json")
         assert json.loads(identity["content"])["name"] == host.name
         meta = yaml.safe_load(files[f"http/nodes/{host.name}/meta-data"])
         assert meta == {
-            "instance-id": f"starter-64-{host.name}-ubuntu-22.04",
+            "instance-id": f"starter-64-{host.name}-{spec.software.os}",
             "local-hostname": host.name,
         }
 
