@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import ipaddress
+import re
 import typing
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
@@ -21,11 +22,29 @@ from myriad.spec.yaml_source import SourceMap
 NIC_PURPOSES = ("compute", "storage", "management")
 
 
+def _model_numbers(name: str) -> set[str]:
+    """The parts of a catalog name with a digit (H200, B200, 8GPU): what tells models apart."""
+    return {part for part in re.split(r"[-_ ]+", name.lower()) if any(c.isdigit() for c in part)}
+
+
+def close_names(name: str, known: Iterable[str]) -> list[str]:
+    """The entries an unknown name most likely meant, most likely first.
+
+    The closest spelling alone can be another model (HGX-H200-8GPU is one letter from
+    HGX-H100-8GPU); an entry that has the model number the closest spelling lacks comes first.
+    """
+    lowered = {k.lower(): k for k in sorted(known)}
+    close = difflib.get_close_matches(name.lower(), list(lowered), n=1, cutoff=0.5)
+    missing = _model_numbers(name) - (_model_numbers(close[0]) if close else set())
+    sharing = [k for low, k in lowered.items() if missing & _model_numbers(low)]
+    return list(dict.fromkeys([*sharing[:2], *(lowered[c] for c in close)]))
+
+
 def _unknown(source: SourceMap, path: Path, what: str, name: str, known: Iterable[str]) -> Problem:
     known = sorted(known)
-    lowered = {k.lower(): k for k in known}
-    close = difflib.get_close_matches(name.lower(), list(lowered), n=1, cutoff=0.5)
-    hint = f"did you mean '{lowered[close[0]]}'?" if close else f"known: {', '.join(known)}"
+    close = close_names(name, known)
+    quoted = " or ".join(f"'{k}'" for k in close)
+    hint = f"did you mean {quoted}?" if close else f"known: {', '.join(known)}"
     return source.problem(path, f"unknown {what} '{name}'", hint)
 
 
