@@ -226,3 +226,23 @@ def test_a_capture_of_a_tree_replays_to_the_same_map(tmp_path: Path) -> None:
 def test_a_bad_tree_line_is_refused_with_its_line(tmp_path: Path, line: str, message: str) -> None:
     with pytest.raises(TreeError, match="^" + re.escape(f"bad.tree:2: {message}")):
         materialise(f"# header\n{line}\n", str(tmp_path), "bad.tree")
+
+
+def test_check_on_the_node_exits_2_naming_each_port(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from myriad.node.hardware.__main__ import main
+
+    root = tmp_path / "sys"
+    materialise(DGX_FILE.read_text(), str(root))
+    expect = tmp_path / "expect.json"
+    assumed = {"devices": [f"mlx5_{i}" for i in range(8)]}
+    expect.write_text(json.dumps({**dgx_expectation(compute=assumed), "models": models()}))
+    assert main(["check", "--sysfs", str(root), "--expect", str(expect)]) == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 7 and lines[0].startswith("profiles.dgx-h100.nics.compute.devices[1]")
+    expect.write_text(json.dumps({**dgx_expectation(), "models": models()}))
+    assert main(["check", "--sysfs", str(root), "--expect", str(expect)]) == 0
+    assert main(["map", "--sysfs", str(root), "--expect", str(expect)]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert [a["rdma_device"] for a in record["assignment"]["compute"]] == TABLE6_COMPUTE
