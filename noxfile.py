@@ -27,7 +27,11 @@ nox.options.default_venv_backend = "none"
 nox.options.sessions = ["lint", "unit"]
 
 # Tests that are linters; they belong to the lint session, not the unit tier.
-LINT_TESTS = ["tests/test_python_lint.py", "tests/roles/test_lint.py"]
+LINT_TESTS = [
+    "tests/test_python_lint.py",
+    "tests/test_node_boundary.py",
+    "tests/roles/test_lint.py",
+]
 
 
 def _env() -> dict[str, str]:
@@ -41,11 +45,17 @@ def _pytest(session: nox.Session, *args: str) -> None:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """ruff (lint and format), mypy, yamllint and ansible-lint (production profile)."""
+    """ruff (lint and format), mypy (and mypy for 3.10 over myriad.node), import-linter,
+    yamllint and ansible-lint (production profile)."""
     tool = lambda name: str(VENV_BIN / name)  # noqa: E731
     session.run(tool("ruff"), "check", ".", env=_env())
     session.run(tool("ruff"), "format", "--check", ".", env=_env())
     session.run(tool("mypy"), env=_env())
+    # What runs on the nodes: their Python (3.10) and the standard library alone.
+    session.run(
+        tool("mypy"), "--python-version", "3.10", "--follow-imports=silent", "src/myriad/node"
+    )
+    session.run(tool("lint-imports"), env=_env())
     ansible = [p for p in ("roles", "playbooks") if (ROOT / p).is_dir()]
     session.run(tool("yamllint"), "--strict", ".config", *ansible, env=_env())
     session.run(tool("ansible-lint"), "--profile", "production", "--offline", *ansible, env=_env())

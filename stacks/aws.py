@@ -9,20 +9,30 @@ Order of events in `build`:
    endpoint, instance role and profile) and one launch template per pool (per pool and
    island for compute);
 3. the compute fleets, all-or-nothing (`min_target_capacity` = the island's size: EC2 launches
-   the whole island or nothing);
+   the whole island or nothing), and each fleet's instance set checked against its island;
 4. only then what bills by the hour without compute: the NAT gateway and its Elastic IP, the
    private subnet's default route, FSx for Lustre, and the controller, login and storage
-   instances (they `depends_on` the fleets). A capacity error at step 3 therefore leaves
-   only free resources behind (VPC, subnets, route tables, security group, endpoint, IAM,
-   templates, placement groups); `pulumi destroy` or a later `pulumi up` deals with them.
+   instances. They depend on the *checked* instance sets, not only on the fleets: the
+   provider does not read CreateFleet's errors, and a Capacity Block fleet "will fulfill as
+   much capacity as it can" (EC2 User Guide, "Use EC2 Fleet with Capacity Blocks"), so a
+   short or empty fleet is a created resource; its check fails and nothing that bills is
+   registered after it. A capacity error at step 3 therefore leaves only free resources
+   behind (VPC, subnets, route tables, security group, endpoint, IAM, templates, placement
+   groups); `pulumi destroy` or a later `pulumi up` deals with them.
 
-Lifecycle: instances and fleets are `protect`ed (stack config `protectNodes`), replaced
-delete-before-create (a reservation sized to the cluster has no room for a second copy), and
-ignore changes to their launch template version and user data, so editing a template or
-cloud-init never restarts or replaces a running node; a node picks up template changes when
-it is replaced. Replacement is an explicit operation: a new value under
-`myriad:replace.<node>` (or `.island-<n>` for a compute island) is the fleet's or instance's
-`replacement_trigger`.
+Lifecycle: instances and fleets are `protect`ed (stack config `protectNodes`) and replaced
+delete-before-create (a reservation sized to the cluster has no room for a second copy).
+Nothing is in `ignore_changes`: Pulumi rebuilds an ignored property from the old state, also
+for a replacement, so a relaunch would keep the old template version and island size. What
+keeps a running node from following every template edit instead is the version it names:
+each machine launches with the version `myriad:templateVersions.<node or island-n>` pins (1
+unless set), never the template's latest. A template edit is then one diff (the template's
+new version); setting the pin is the second, intended one: the machine's replacement with the
+new inputs (`replace_on_changes`, since EC2 modifies only fleets of type maintain). An
+island's size is an input too: a resized island is replaced whole. A new value under
+`myriad:replace.<node>` (or `.island-<n>`) relaunches with the same inputs
+(`replacement_trigger`); a token naming a single compute node is refused (an island is one
+fleet request).
 """
 
 from __future__ import annotations
@@ -39,7 +49,7 @@ import pulumi
 import pulumi_aws as aws
 import yaml
 
-from myriad.plan.nodes import NodeRecord
+from myriad.plan.nodes import NodeRecord, iter_nodes
 from myriad.spec.models import Cluster, Pool
 from stacks.aws_images import (
     AwsImages,
@@ -50,16 +60,25 @@ from stacks.aws_images import (
     seed_cloud_config,
     upload_seed,
 )
-from stacks.aws_preflight import AwsLookups, Preflight, PulumiLookups, Reservation, preflight
+from stacks.aws_preflight import (
+    CAPACITY_BLOCK_MAX_INSTANCES,
+    TAG_CLUSTER,
+    TAG_ISLAND,
+    TAG_POOL,
+    TAG_ROLE,
+    AwsLookups,
+    Preflight,
+    PulumiLookups,
+    Reservation,
+    island_reservation,
+    preflight,
+)
 from stacks.instance_types import InstanceType, check_overrides, instance_type
 from stacks.interface import ProviderResult, StackError, all_records, node_record
 from stacks.settings import NAMESPACE, StackSettings
 from stacks.sharding import StackScope
 
-TAG_CLUSTER = "myriad:cluster"
-TAG_POOL = "myriad:pool"
-TAG_ROLE = "myriad:role"
-TAG_ISLAND = "myriad:island"
+__all__ = ["TAG_CLUSTER", "TAG_ISLAND", "TAG_POOL", "TAG_ROLE", "build"]
 
 # The AMI is resolved at launch from an SSM parameter, so a newer image does not churn the
 # stack; the root device name is the one those images use.
@@ -92,10 +111,12 @@ DLAMI_IMAGES: Mapping[str, tuple[str, str]] = {
     ),
 }
 _AWS_RESERVED_PER_SUBNET = 5
-# What a running node keeps when its template or cloud-init changes: both apply to nodes
-# launched later (or replaced with a token), never to a running one.
-NODE_IGNORE_CHANGES = ["launchTemplate", "userData", "userDataBase64", "ami"]
-FLEET_IGNORE_CHANGES = [
+# What replaces a machine rather than updating it: its template (id and pinned version) and,
+# for a fleet, its size and options. The provider would send a fleet's changes to
+# ModifyFleet, which takes only fleets of type maintain (EC2 API Reference, "ModifyFleet"),
+# and an instance launched from another template version is another instance.
+NODE_REPLACE_ON_CHANGES = ["launchTemplate"]
+FLEET_REPLACE_ON_CHANGES = [
     "launchTemplateConfigs",
     "targetCapacitySpecification",
     "onDemandOptions",
@@ -303,7 +324,7 @@ class AwsNetwork(pulumi.ComponentResource):
     def tags(self, name: str) -> dict[str, str]:
         return cluster_tags(self.args.cluster, Name=f"{self.args.cluster}-{name}")
 
-    def add_nat(self, after: Sequence[pulumi.Resource]) -> aws.ec2.Route:
+    def add_nat(self, after: Sequence[pulumi.Input[pulumi.Resource]]) -> aws.ec2.Route:
         """The NAT gateway, its address and the private default route, after `after`."""
         c = self.args.cluster
         nat_ip = aws.ec2.Eip(
@@ -518,13 +539,18 @@ class AwsNodePoolArgs:
     security_group_id: pulumi.Input[str]
     instance_profile: pulumi.Input[str]
     placement_groups: Mapping[int, pulumi.Input[str]]
-    capacity: Capacity = Capacity()
+    # Each compute island's capacity (its market and reservation).
+    capacity: Mapping[int, Capacity] = field(default_factory=dict)
     public: bool = False
     key_name: str | None = None
     ssh_authorized_keys: tuple[str, ...] = ()
     replace: Mapping[str, str] = field(default_factory=dict)
+    # node name or island-<n> -> the launch template version it launches with (default 1).
+    template_versions: Mapping[str, int] = field(default_factory=dict)
     protect: bool = True
-    depends_on: tuple[pulumi.Resource, ...] = ()
+    # What the machines wait for: the compute fleets' checked instance sets (an Output of a
+    # resource that resolves only when the fleet launched its whole island).
+    depends_on: tuple[pulumi.Input[pulumi.Resource], ...] = ()
     public_depends_on: tuple[pulumi.Resource, ...] = ()
     # Image mode: where the pool's nodes fetch their seeds.
     seed: SeedSource | None = None
@@ -533,11 +559,13 @@ class AwsNodePoolArgs:
 class AwsNodePool(pulumi.ComponentResource):
     """One pool: compute islands as one instant EC2 Fleet each, other nodes one instance each.
 
-    `fleets` are the compute fleets, so the caller can order billing resources after them.
+    `checked` holds each fleet once its instance set is checked (an Output that fails when
+    the fleet launched fewer instances than its island has), for billing resources to wait on.
     """
 
     records: list[dict[str, pulumi.Input[Any]]]
     fleets: list[aws.ec2.Fleet]
+    checked: list[pulumi.Output[pulumi.Resource]]
 
     def __init__(
         self, name: str, args: AwsNodePoolArgs, opts: pulumi.ResourceOptions | None = None
@@ -546,6 +574,7 @@ class AwsNodePool(pulumi.ComponentResource):
         self.args = args
         self.records = []
         self.fleets = []
+        self.checked = []
         c, pool = args.cluster, args.pool
         self.pool_tags = cluster_tags(c, **{TAG_POOL: pool.name, TAG_ROLE: pool.role})
         if pool.role == "compute":
@@ -556,28 +585,27 @@ class AwsNodePool(pulumi.ComponentResource):
             for island, nodes in islands.items():
                 self._island(island, tuple(nodes))
         else:
-            template = self._template(f"{c}-{pool.name}", self.pool_tags, None)
+            # One template per node: its cloud-init (host name, identity) is in the template,
+            # so the instance names a template version and nothing else that can drift.
             for node in args.nodes:
-                self._instance(node, template)
+                tags = {**self.pool_tags, "Name": node.name}
+                self._instance(node, self._template(f"{c}-{node.name}", tags, None, node))
         self.register_outputs({"instances": len(self.records)})
 
     def _template(
-        self, name: str, tags: dict[str, str], island: int | None
+        self, name: str, tags: dict[str, str], island: int | None, node: NodeRecord | None = None
     ) -> aws.ec2.LaunchTemplate:
         args = self.args
         image, root_device = args.image
-        capacity = args.capacity.template_options() if island is not None else {}
+        capacity = args.capacity[island].template_options() if island is not None else {}
         placement = (
             aws.ec2.LaunchTemplatePlacementArgs(group_name=args.placement_groups[island])
             if island is not None
             else None
         )
-        # A fleet cannot pass per-instance user data, so the template carries the pool's.
-        data = (
-            self._user_data(None).apply(lambda text: base64.b64encode(text.encode()).decode())
-            if island is not None
-            else None
-        )
+        # A fleet cannot pass per-instance user data, so an island's template carries the
+        # pool's; a node's template carries the node's.
+        data = self._user_data(node).apply(lambda text: base64.b64encode(text.encode()).decode())
         return aws.ec2.LaunchTemplate(
             name,
             image_id=image,
@@ -611,7 +639,7 @@ class AwsNodePool(pulumi.ComponentResource):
                 for kind in ("instance", "volume", "network-interface")
             ],
             # Each change is a new version; nothing follows $Latest or $Default. Instances and
-            # fleets name the version they were launched with and ignore later ones.
+            # fleets name the version myriad:templateVersions pins (see the module doc).
             update_default_version=False,
             tags=tags,
             opts=pulumi.ResourceOptions(parent=self),
@@ -634,15 +662,30 @@ class AwsNodePool(pulumi.ComponentResource):
             upload_seed(name, node.name, instance_id, self.args.seed, parent=self)
 
     def _guarded(
-        self, trigger: str | None, depends_on: Sequence[pulumi.Resource]
+        self, key: str, depends_on: Sequence[pulumi.Input[pulumi.Resource]]
     ) -> dict[str, Any]:
         return {
             "parent": self,
             "protect": self.args.protect,
             "delete_before_replace": True,
-            "replacement_trigger": trigger,
+            "replacement_trigger": self.args.replace.get(key),
             "depends_on": list(depends_on),
         }
+
+    def _template_version(self, key: str, template: aws.ec2.LaunchTemplate) -> pulumi.Output[str]:
+        """The template version `key` launches with: the pinned one, once the template has it."""
+        pinned = self.args.template_versions.get(key, 1)
+        what = f"{NAMESPACE}:templateVersions.{key}"
+
+        def check(latest: int) -> str:
+            if pinned > latest:
+                raise StackError(
+                    f"{what} is {pinned}, but the launch template of {key} has versions 1 to "
+                    f"{latest}; pin one of them"
+                )
+            return str(pinned)
+
+        return template.latest_version.apply(check)
 
     def _island(self, island: int, nodes: tuple[NodeRecord, ...]) -> None:
         args = self.args
@@ -658,7 +701,7 @@ class AwsNodePool(pulumi.ComponentResource):
                     launch_template_specification=(
                         aws.ec2.FleetLaunchTemplateConfigLaunchTemplateSpecificationArgs(
                             launch_template_id=template.id,
-                            version=template.latest_version.apply(str),
+                            version=self._template_version(key, template),
                         )
                     ),
                     overrides=[
@@ -671,16 +714,16 @@ class AwsNodePool(pulumi.ComponentResource):
             terminate_instances=True,
             tags=tags,
             opts=pulumi.ResourceOptions(
-                ignore_changes=FLEET_IGNORE_CHANGES,
-                **self._guarded(args.replace.get(key), args.depends_on),
+                replace_on_changes=FLEET_REPLACE_ON_CHANGES, **self._guarded(key, args.depends_on)
             ),
-            **args.capacity.fleet_options(len(nodes)),
+            **args.capacity[island].fleet_options(len(nodes)),
         )
         self.fleets.append(fleet)
         what = f"{c} island {island} ({key})"
         ids: pulumi.Output[list[str]] = fleet.fleet_instance_sets.apply(
             lambda sets: fleet_instance_ids(sets, nodes, what)
         )
+        self.checked.append(ids.apply(lambda _: fleet))
         for index, node in enumerate(nodes):
             instance_id: pulumi.Output[str] = ids.apply(_pick(index))
             self._seed(node, instance_id)
@@ -705,16 +748,14 @@ class AwsNodePool(pulumi.ComponentResource):
         instance = aws.ec2.Instance(
             f"{c}-{node.name}",
             launch_template=aws.ec2.InstanceLaunchTemplateArgs(
-                id=template.id, version=template.latest_version.apply(str)
+                id=template.id, version=self._template_version(node.name, template)
             ),
             iam_instance_profile=args.instance_profile,
-            user_data=self._user_data(node),
-            user_data_replace_on_change=False,
             tags=tags,
             volume_tags=tags,
             opts=pulumi.ResourceOptions(
-                ignore_changes=NODE_IGNORE_CHANGES,
-                **self._guarded(args.replace.get(node.name), args.depends_on),
+                replace_on_changes=NODE_REPLACE_ON_CHANGES,
+                **self._guarded(node.name, args.depends_on),
             ),
         )
         self._seed(node, instance.id)
@@ -819,16 +860,69 @@ class AwsClusterArgs:
                 f"one capacity reservation holds one instance type, but the compute pools "
                 f"run {', '.join(sorted(compute_types))}"
             )
-        known = {n.name for n in scope.nodes} | {
-            f"island-{n.island}" for n in scope.nodes if n.island is not None
-        }
-        unknown = sorted(set(settings.replace) - known)
+        _check_machine_keys(scope, settings)
+        _check_island_capacity(spec, scope)
+        return cls(spec, scope, settings, NetworkPlan.for_spec(spec), types)
+
+
+def _check_machine_keys(scope: StackScope, settings: StackSettings) -> None:
+    """`replace` and `templateVersions` name machines: non-compute nodes, or whole islands."""
+    islands: dict[str, str] = {}
+    for node in scope.nodes:
+        if node.island is not None:
+            islands[node.name] = f"island-{node.island}"
+    known = {n.name for n in scope.nodes if n.island is None} | set(islands.values())
+    for key, names in (
+        ("replace", settings.replace),
+        ("templateVersions", settings.template_versions),
+    ):
+        compute = sorted(set(names) & set(islands))
+        if compute:
+            raise StackError(
+                f"{NAMESPACE}:{key} names compute node {', '.join(compute)}; a compute island "
+                f"is launched as one fleet request and relaunched whole: use "
+                f"{', '.join(sorted({islands[n] for n in compute}))} instead (all of its nodes)"
+            )
+        unknown = sorted(set(names) - known)
         if unknown:
             raise StackError(
-                f"{NAMESPACE}:replace names {', '.join(unknown)}, which this stack does not "
+                f"{NAMESPACE}:{key} names {', '.join(unknown)}, which this stack does not "
                 f"hold (nodes of other pools by name, compute islands as island-<n>)"
             )
-        return cls(spec, scope, settings, NetworkPlan.for_spec(spec), types)
+
+
+def _check_island_capacity(spec: Cluster, scope: StackScope) -> None:
+    """Each island has a reservation of its own market and, in a Capacity Block, fits one."""
+    capacity = spec.provider.capacity
+    if capacity.market == "on-demand":
+        return
+    all_islands = {f"island-{n.island}" for n in iter_nodes(spec) if n.island is not None}
+    stray = sorted(set(capacity.island_reservations) - all_islands)
+    if stray:
+        raise StackError(
+            f"provider.capacity.island_reservations names {', '.join(stray)}, but the spec's "
+            f"compute islands are {', '.join(sorted(all_islands)) or 'none'}"
+        )
+    sizes: dict[int, int] = {}
+    for node in scope.nodes:
+        if node.island is not None:
+            sizes[node.island] = sizes.get(node.island, 0) + 1
+    problems = []
+    for island, size in sorted(sizes.items()):
+        if island_reservation(spec, island) is None:
+            problems.append(
+                f"island-{island} has no reservation: set provider.capacity.reservation_id or "
+                f"island_reservations.island-{island}"
+            )
+        if capacity.market == "capacity-block" and size > CAPACITY_BLOCK_MAX_INSTANCES:
+            problems.append(
+                f"island-{island} has {size} nodes, but a Capacity Block holds at most "
+                f"{CAPACITY_BLOCK_MAX_INSTANCES} instances and one fleet launches into one "
+                f"block: set network.topology.island_nodes to {CAPACITY_BLOCK_MAX_INSTANCES} or "
+                "less and give each island its block (island_reservations)"
+            )
+    if problems:
+        raise StackError("\n".join(problems))
 
 
 class AwsCluster(pulumi.ComponentResource):
@@ -870,16 +964,24 @@ class AwsCluster(pulumi.ComponentResource):
             self.network = NetworkRefs.from_stack(settings.shared_stack)
 
         island_numbers = sorted({n.island for n in scope.nodes if n.island is not None})
-        placement = {
-            island: aws.ec2.PlacementGroup(
+        placement: dict[int, pulumi.Input[str]] = {}
+        for island in island_numbers:
+            reserved = checked.reservations.get(island)
+            if reserved is not None and reserved.placement_group is not None:
+                # A reservation made in a cluster placement group launches only into it.
+                placement[island] = reserved.placement_group
+                continue
+            placement[island] = aws.ec2.PlacementGroup(
                 f"{c}-island-{island}",
                 strategy="cluster",
                 tags=cluster_tags(c, **{TAG_ISLAND: str(island)}),
                 opts=pulumi.ResourceOptions(parent=self),
             ).name
+        groups: dict[str, Capacity] = {}
+        capacity = {
+            island: self._capacity(c, spec, island, checked.reservations.get(island), groups)
             for island in island_numbers
         }
-        capacity = self._capacity(c, spec, checked.reservation) if island_numbers else Capacity()
 
         def base_image(profile: str) -> tuple[str, str]:
             gpu = spec.profiles[profile].gpu is not None
@@ -950,6 +1052,7 @@ class AwsCluster(pulumi.ComponentResource):
                 key_name=provider.ssh_key_name,
                 ssh_authorized_keys=settings.ssh_authorized_keys,
                 replace=settings.replace,
+                template_versions=settings.template_versions,
                 protect=settings.protect_nodes,
                 public_depends_on=public_depends_on,
                 **extra,
@@ -957,7 +1060,8 @@ class AwsCluster(pulumi.ComponentResource):
 
         by_pool = _nodes_by_pool(scope)
         self.records = []
-        fleets: list[pulumi.Resource] = []
+        # The fleets once checked: each resolves only when its island launched whole.
+        fleets: list[pulumi.Input[pulumi.Resource]] = []
         # Compute first: the scarce capacity. Everything that bills without it waits.
         for pool_name, nodes in by_pool.items():
             if pools[pool_name].role == "compute":
@@ -966,13 +1070,13 @@ class AwsCluster(pulumi.ComponentResource):
                     pool_args(pool_name, nodes),
                     opts=pulumi.ResourceOptions(parent=self),
                 )
-                fleets.extend(node_pool.fleets)
+                fleets.extend(node_pool.checked)
                 self.records.extend(node_pool.records)
         self.storage = None
         if network is not None and not nat_done:
             network.add_nat(after=fleets)
             if spec.storage.kind == "fsx-lustre":
-                self.storage = self._fsx(c, spec, after=fleets)
+                self.storage = self._fsx(c, spec, after=fleets, protect=settings.protect_storage)
         for pool_name, nodes in by_pool.items():
             if pools[pool_name].role != "compute":
                 node_pool = AwsNodePool(
@@ -986,14 +1090,32 @@ class AwsCluster(pulumi.ComponentResource):
         self.records.sort(key=lambda record: order[str(record["name"])])
         self.register_outputs({"nodes": len(self.records)})
 
-    def _capacity(self, c: str, spec: Cluster, reservation: Reservation | None) -> Capacity:
+    def _capacity(
+        self,
+        c: str,
+        spec: Cluster,
+        island: int,
+        reservation: Reservation | None,
+        groups: dict[str, Capacity],
+    ) -> Capacity:
+        """An island's capacity; one resource group per On-Demand Capacity Reservation."""
         market = spec.provider.capacity.market
+        if market == "capacity-block":
+            # By the spec's id, found or not: a block the preflight did not need to read (its
+            # island runs) keeps the island's inputs as they were.
+            return Capacity(market, island_reservation(spec, island))
         if market == "on-demand" or reservation is None:
             return Capacity()
-        if market == "capacity-block":
-            return Capacity(market, reservation.id)
+        if reservation.id in groups:
+            return groups[reservation.id]
+        # The cluster-wide reservation keeps the name it always had; an island's own gets its id.
+        name = (
+            f"{c}-capacity"
+            if reservation.id == spec.provider.capacity.reservation_id
+            else f"{c}-capacity-{reservation.id}"
+        )
         group = aws.resourcegroups.Group(
-            f"{c}-capacity",
+            name,
             configurations=[
                 aws.resourcegroups.GroupConfigurationArgs(type="AWS::EC2::CapacityReservationPool"),
                 aws.resourcegroups.GroupConfigurationArgs(
@@ -1010,15 +1132,20 @@ class AwsCluster(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self),
         )
         aws.resourcegroups.Resource(
-            f"{c}-capacity",
+            name,
             group_arn=group.arn,
             resource_arn=reservation.arn,
             opts=pulumi.ResourceOptions(parent=self),
         )
-        return Capacity(market, reservation.id, group.arn)
+        groups[reservation.id] = Capacity(market, reservation.id, group.arn)
+        return groups[reservation.id]
 
     def _fsx(
-        self, c: str, spec: Cluster, after: Sequence[pulumi.Resource]
+        self,
+        c: str,
+        spec: Cluster,
+        after: Sequence[pulumi.Input[pulumi.Resource]],
+        protect: bool,
     ) -> dict[str, pulumi.Input[Any]]:
         fsx = spec.storage.fsx
         assert fsx is not None  # the spec model fills it for kind fsx-lustre
@@ -1032,8 +1159,9 @@ class AwsCluster(pulumi.ComponentResource):
             security_group_ids=[self.network.security_group_id],
             file_system_type_version="2.15",
             tags=cluster_tags(c, Name=f"{c}-lustre"),
-            # The file system holds data: never removed or replaced by a routine `up`.
-            opts=pulumi.ResourceOptions(parent=self, protect=True, depends_on=list(after)),
+            # The file system holds data: never removed or replaced by a routine `up`, unless
+            # the stack says so (myriad:protectStorage false, for a teardown).
+            opts=pulumi.ResourceOptions(parent=self, protect=protect, depends_on=list(after)),
         )
         return {
             "kind": "fsx-lustre",

@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
@@ -33,6 +33,22 @@ Market = Literal["on-demand", "capacity-reservation", "capacity-block"]
 # The reservation states an instance can launch into; a capacity block is "scheduled" until
 # its start time and refuses launches until then.
 _LAUNCHABLE = {"active"}
+# The states of a reservation whose instances EC2 has terminated: "When a Capacity Block
+# expires, all instances in the Capacity Block are terminated" (EC2 API Reference,
+# "CapacityBlock", endDate).
+_ENDED = {"expired", "cancelled", "failed"}
+# "You can reserve up to 64 instances per Capacity Block" and a fleet request names one
+# reservation (EC2 User Guide, "Capacity Blocks for ML", docs.aws.amazon.com/AWSEC2/latest/
+# UserGuide/ec2-capacity-blocks.html; 256 instances across all blocks of an account).
+CAPACITY_BLOCK_MAX_INSTANCES = 64
+# The tags every instance of a cluster carries (the launch templates' tag specifications);
+# the preflight finds the stack's own running nodes by them.
+TAG_CLUSTER = "myriad:cluster"
+TAG_POOL = "myriad:pool"
+TAG_ROLE = "myriad:role"
+TAG_ISLAND = "myriad:island"
+# An instance in these states holds its place in a reservation and counts against quotas.
+_HOLDING = ("pending", "running")
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +70,13 @@ class Reservation:
     start: str | None = None
     end: str | None = None
     arn: str = ""
+    # A reservation made in a cluster placement group launches only into that group.
+    placement_group_arn: str = ""
+
+    @property
+    def placement_group(self) -> str | None:
+        """The group's name: the last part of its ARN (`...:placement-group/<name>`)."""
+        return self.placement_group_arn.rsplit("/", 1)[-1] if self.placement_group_arn else None
 
 
 class AwsLookups(Protocol):
@@ -63,6 +86,10 @@ class AwsLookups(Protocol):
     def offers(self, instance_type: str, zone_id: str) -> bool: ...
     def vcpu_quota(self, quota_code: str) -> float | None: ...
     def reservation(self, reservation_id: str, market: Market) -> Reservation | None: ...
+    def running(self, cluster: str, tags: Mapping[str, str], reservation_id: str | None) -> int: ...
+    def vcpu_usage(self, quota_code: str) -> float | None:
+        """The quota's usage (vCPUs running now, every workload of the account); None: unread."""
+        ...
 
 
 class PulumiLookups:
@@ -112,6 +139,37 @@ class PulumiLookups:
             ) from None
         return float(quota.value)
 
+    def running(self, cluster: str, tags: Mapping[str, str], reservation_id: str | None) -> int:
+        """This cluster's instances with `tags` that hold capacity (pending or running).
+
+        DescribeInstances filters `tag:<key>`, `instance-state-name` and
+        `capacity-reservation-id` (EC2 API Reference, "DescribeInstances").
+        """
+        import pulumi_aws as aws
+
+        filters = (
+            [
+                aws.ec2.GetInstancesFilterArgs(
+                    name="capacity-reservation-id", values=[reservation_id]
+                )
+            ]
+            if reservation_id
+            else []
+        )
+        found = aws.ec2.get_instances(
+            instance_tags={TAG_CLUSTER: cluster, **tags},
+            instance_state_names=list(_HOLDING),
+            filters=filters,
+            region=self.region,
+        )
+        return len(found.ids or [])
+
+    def vcpu_usage(self, quota_code: str) -> float | None:
+        # pulumi_aws has no data source for CloudWatch metric data, where the quota's usage
+        # lives (AWS/Usage ResourceCount); `python -m stacks.aws_check` reads it before
+        # `pulumi up`. Here the whole cluster is compared with the quota's value.
+        return None
+
     def reservation(self, reservation_id: str, market: Market) -> Reservation | None:
         import pulumi_aws as aws
 
@@ -131,6 +189,7 @@ class PulumiLookups:
                     start=block.start_date,
                     end=block.end_date,
                     arn=block.arn,
+                    placement_group_arn=block.placement_group_arn or "",
                 )
             # pulumi_aws has no data source for an On-Demand Capacity Reservation; Cloud
             # Control reads it as CloudFormation's AWS::EC2::CapacityReservation.
@@ -172,15 +231,37 @@ def reservation_from_cloud_control(reservation_id: str, props: Mapping[str, Any]
         state=str(props.get("State", "active")),
         end=props.get("EndDate"),
         arn=str(props.get("CapacityReservationArn", "")),
+        placement_group_arn=str(props.get("PlacementGroupArn", "")),
     )
 
 
 @dataclass(frozen=True, slots=True)
 class Preflight:
-    """What the preflight established: the zone, by ID and by this account's name for it."""
+    """What the preflight established: the zone, and the reservation of each compute island."""
 
     zone: Zone
-    reservation: Reservation | None
+    reservations: Mapping[int, Reservation] = dataclasses.field(default_factory=dict)
+
+    @property
+    def reservation(self) -> Reservation | None:
+        """The reservation of the lowest island (the one reservation when there is one)."""
+        return self.reservations[min(self.reservations)] if self.reservations else None
+
+
+def island_reservation(spec: Cluster, island: int) -> str | None:
+    """The reservation compute island `island` launches into: its own, else the cluster's."""
+    capacity = spec.provider.capacity
+    if capacity.market == "on-demand":
+        return None
+    return capacity.island_reservations.get(f"island-{island}", capacity.reservation_id)
+
+
+def _islands(scope: StackScope) -> dict[int, list[NodeRecord]]:
+    islands: dict[int, list[NodeRecord]] = {}
+    for node in scope.nodes:
+        if node.role == "compute" and node.island is not None:
+            islands.setdefault(node.island, []).append(node)
+    return islands
 
 
 def preflight(
@@ -214,39 +295,77 @@ def preflight(
 
     problems += _quota_problems(spec, types, lookups)
 
-    reservation = None
-    capacity = provider.capacity
-    if capacity.market != "on-demand":
-        assert capacity.reservation_id is not None  # the spec model requires it
-        reservation = lookups.reservation(capacity.reservation_id, capacity.market)
-        if reservation is None:
-            problems.append(
-                f"provider.capacity.reservation_id {capacity.reservation_id} does not exist in "
-                f"{provider.region} (or has expired)"
-            )
-        else:
-            problems += _reservation_problems(spec, scope, types, zone, reservation)
+    found: dict[int, Reservation] = {}
+    if provider.capacity.market != "on-demand":
+        by_reservation: dict[str, dict[int, list[NodeRecord]]] = {}
+        for island, nodes in sorted(_islands(scope).items()):
+            rid = island_reservation(spec, island)
+            assert rid is not None  # the spec model requires one for this market
+            by_reservation.setdefault(rid, {})[island] = nodes
+        for rid, islands in by_reservation.items():
+            reservation = lookups.reservation(rid, provider.capacity.market)
+            new = _not_launched(spec.metadata.name, rid, islands, lookups)
+            if reservation is None:
+                # An expired On-Demand Capacity Reservation is not found at all; it only
+                # matters to a stack that still has nodes to launch into it.
+                if sum(new.values()):
+                    problems.append(
+                        f"capacity reservation {rid} ({_names(islands)}) does not exist in "
+                        f"{provider.region} (or has expired); point "
+                        f"provider.capacity.reservation_id (or island_reservations) at one "
+                        "that does"
+                    )
+                continue
+            found.update(dict.fromkeys(islands, reservation))
+            problems += _reservation_problems(spec, types, zone, reservation, islands, new)
 
     if problems:
         raise StackError(
             "AWS preflight failed; nothing was created:\n" + "\n".join(f"- {p}" for p in problems)
         )
-    return Preflight(zone, reservation)
+    return Preflight(zone, found)
+
+
+def _names(islands: Mapping[int, Sequence[NodeRecord]]) -> str:
+    return ", ".join(f"island-{i}" for i in sorted(islands))
+
+
+def _not_launched(
+    cluster: str,
+    reservation_id: str,
+    islands: Mapping[int, Sequence[NodeRecord]],
+    lookups: AwsLookups,
+) -> dict[int, int]:
+    """Per island: its nodes that are not running in the reservation yet.
+
+    The stack's own running nodes already hold their place in the reservation: counting them
+    as consumers would refuse every `pulumi up` after the first once the reservation is full.
+    A replaced island frees its place before relaunching (delete before replace).
+    """
+    new = {}
+    for island, nodes in islands.items():
+        running = lookups.running(cluster, {TAG_ISLAND: str(island)}, reservation_id)
+        new[island] = max(len(nodes) - running, 0)
+    return new
 
 
 def _quota_problems(
     spec: Cluster, types: Mapping[str, InstanceType], lookups: AwsLookups
 ) -> list[str]:
-    """vCPUs the whole cluster runs per On-Demand quota, against the account's quota.
+    """vCPUs per On-Demand quota, against the account's quota.
 
-    The whole cluster, not this stack's share: every stack of a cluster runs in the one
-    account and region. Capacity Block instances are left out: they are paid for in advance
-    and EC2 does not count them against On-Demand vCPU quotas (confirm on a real account:
-    stacks/README.md).
+    With the quota's usage known (the account's running vCPUs, this cluster's included): the
+    usage plus the vCPUs of this cluster's nodes not running yet must fit. Without it: the
+    whole cluster must fit the quota's value. The whole cluster, not this stack's share:
+    every stack of a cluster runs in the one account and region. Capacity Block instances
+    are left out: they are paid for in advance and EC2 does not count them against
+    On-Demand vCPU quotas (confirm on a real account: stacks/README.md).
     """
     block = spec.provider.capacity.market == "capacity-block"
     need: Counter[str] = Counter()
     counts: dict[str, Counter[str]] = {}
+    # Per quota, per group of nodes found running by the same tags: (vCPUs per node, nodes).
+    groups: dict[str, dict[tuple[str, str], tuple[int, int]]] = {}
     pools = {pool.name: pool for pool in spec.pools}
     for node in iter_nodes(spec):
         kind = _type_for(node, pools, spec, types)
@@ -256,17 +375,45 @@ def _quota_problems(
             continue
         need[kind.quota_code] += kind.vcpus
         counts.setdefault(kind.quota_code, Counter())[kind.name] += 1
+        # How the nodes are found running: by island (compute) or by pool (the others).
+        where = (TAG_ISLAND, str(node.island)) if node.island is not None else (TAG_POOL, node.pool)
+        group = groups.setdefault(kind.quota_code, {})
+        group[where] = (kind.vcpus, group.get(where, (0, 0))[1] + 1)
     problems = []
     for code, vcpus in sorted(need.items()):
         quota = lookups.vcpu_quota(code)
-        if quota is not None and vcpus > quota:
-            what = " + ".join(f"{n} x {t}" for t, n in sorted(counts[code].items()))
+        if quota is None:
+            continue
+        what = " + ".join(f"{n} x {t}" for t, n in sorted(counts[code].items()))
+        usage = lookups.vcpu_usage(code)
+        if usage is None:
+            if vcpus > quota:
+                problems.append(
+                    f"{what} need {vcpus:,} vCPUs of quota {code} ({QUOTA_NAMES[code]}), but "
+                    f"the account's quota in {spec.provider.region} is {quota:,.0f}; request an "
+                    f"increase in the Service Quotas console (quota code {code}) and run again"
+                )
+            continue
+        new = _new_vcpus(spec.metadata.name, groups[code], lookups)
+        if usage + new > quota:
             problems.append(
-                f"{what} need {vcpus:,} vCPUs of quota {code} ({QUOTA_NAMES[code]}), but the "
-                f"account's quota in {spec.provider.region} is {quota:,.0f}; request an increase "
-                f"in the Service Quotas console (quota code {code}) and run again"
+                f"{what} still to launch need {new:,} vCPUs of quota {code} "
+                f"({QUOTA_NAMES[code]}); {usage:,.0f} of the account's {quota:,.0f} in "
+                f"{spec.provider.region} are in use; free some or request an increase in "
+                f"the Service Quotas console (quota code {code})"
             )
     return problems
+
+
+def _new_vcpus(
+    cluster: str, groups: Mapping[tuple[str, str], tuple[int, int]], lookups: AwsLookups
+) -> int:
+    """vCPUs of the cluster's nodes not running yet, group by group (an island or a pool)."""
+    total = 0
+    for (key, value), (per_node, nodes) in groups.items():
+        running = lookups.running(cluster, {key: value}, None)
+        total += max(nodes - running, 0) * per_node
+    return total
 
 
 def _type_for(
@@ -283,13 +430,15 @@ def _type_for(
 
 def _reservation_problems(
     spec: Cluster,
-    scope: StackScope,
     types: Mapping[str, InstanceType],
     zone: Zone,
     reservation: Reservation,
+    islands: Mapping[int, Sequence[NodeRecord]],
+    new: Mapping[int, int],
 ) -> list[str]:
     capacity = spec.provider.capacity
     rid = reservation.id
+    names = _names(islands)
     problems = []
     want_kind = "capacity-block" if capacity.market == "capacity-block" else "default"
     if reservation.kind != want_kind:
@@ -305,21 +454,36 @@ def _reservation_problems(
             f"provider.availability_zone_id {zone.zone_id}; instances launch into a "
             f"reservation only in its zone: set availability_zone_id: {reservation.zone_id}"
         )
+    compute = [n for nodes in islands.values() for n in nodes]
+    for name in sorted({types[n.pool].name for n in compute}):
+        if name != reservation.instance_type:
+            problems.append(
+                f"{rid} reserves {reservation.instance_type}, but compute nodes here are {name}"
+            )
+    to_launch = sum(new.values())
+    if to_launch == 0:
+        # Every node is running in it already: its state and free count do not matter to
+        # this run (a full reservation is what a running cluster looks like).
+        return problems
+    if reservation.state in _ENDED:
+        when = f" at {reservation.end}" if reservation.end else ""
+        problems.append(
+            f"{rid} ({names}) ended{when} ({reservation.state}) and EC2 terminated its "
+            f"instances; {to_launch} nodes have no capacity to launch into: name an active "
+            "reservation (provider.capacity.island_reservations.<island> or reservation_id) "
+            "and relaunch the island with a new myriad:replace.island-<n> token"
+        )
+        return problems
     if reservation.state not in _LAUNCHABLE:
         when = f" (starts {reservation.start})" if reservation.start else ""
         problems.append(
             f"{rid} is {reservation.state}{when}; instances launch into it only when active"
         )
-    compute = [n for n in scope.nodes if n.role == "compute"]
-    compute_types = sorted({types[n.pool].name for n in compute})
-    for name in compute_types:
-        if name != reservation.instance_type:
-            problems.append(
-                f"{rid} reserves {reservation.instance_type}, but compute nodes here are {name}"
-            )
-    if len(compute) > reservation.available:
+    if to_launch > reservation.available:
+        running = len(compute) - to_launch
         problems.append(
             f"{rid} has {reservation.available} of {reservation.total} instances free, but this "
-            f"stack launches {len(compute)} compute nodes into it"
+            f"stack launches {to_launch} compute nodes into it ({names}; {running} run in it "
+            "already)"
         )
     return problems

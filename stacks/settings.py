@@ -162,6 +162,11 @@ class StackSettings:
     pxe_root: str = "/srv/myriad-pxe"
     # aws: node name (or island-<n>) -> token; a new token replaces that node (or island).
     replace: Mapping[str, str] = field(default_factory=dict)
+    # aws: node name (or island-<n>) -> the launch template version it launches with (1 when
+    # unset); a new version replaces that node (or island) with the template's new inputs.
+    template_versions: Mapping[str, int] = field(default_factory=dict)
+    # aws: Pulumi `protect` on FSx for Lustre (`pulumi destroy` refuses while it is set).
+    protect_storage: bool = True
     # baremetal, image mode: the cluster's state folder (its images/ and seeds/).
     state_dir: Path | None = None
 
@@ -206,6 +211,10 @@ def read_settings(config: pulumi.Config, spec: Cluster, path: Path) -> StackSett
         pxe=pxe_settings(source, spec) if spec.provider.kind == "baremetal" else None,
         pxe_root=pxe_root(source),
         replace=replace_tokens(PulumiConfig._typed(config.get_object, "replace")),
+        template_versions=template_versions(
+            PulumiConfig._typed(config.get_object, "templateVersions")
+        ),
+        protect_storage=_default(source.get_bool("protectStorage"), True),
         state_dir=(
             state_folder(source, spec.metadata.name)
             if spec.provider.kind in ("baremetal", "aws")
@@ -240,6 +249,30 @@ def replace_tokens(value: Any) -> dict[str, str]:
             f"`pulumi config set --path '{NAMESPACE}:replace.gpu01' 2026-12-01`"
         )
     return {k: str(v) for k, v in value.items()}
+
+
+def template_versions(value: Any) -> dict[str, int]:
+    """`myriad:templateVersions`: {node or island-<n>: launch template version, 1 or more}."""
+    if value is None:
+        return {}
+
+    # `pulumi config set --path` may store the number as text: both are accepted.
+    def number(v: Any) -> int | None:
+        if isinstance(v, bool):
+            return None
+        if isinstance(v, str) and v.isdigit():
+            v = int(v)
+        return v if isinstance(v, int) and v >= 1 else None
+
+    if not isinstance(value, Mapping) or not all(
+        isinstance(k, str) and number(v) is not None for k, v in value.items()
+    ):
+        raise StackError(
+            f"{NAMESPACE}:templateVersions must map node names (or island-<n>) to launch "
+            f"template version numbers (1 or more), e.g. `pulumi config set --path "
+            f"'{NAMESPACE}:templateVersions.island-0' 2`"
+        )
+    return {k: int(v) for k, v in value.items()}
 
 
 def pxe_root(source: ConfigSource) -> str:

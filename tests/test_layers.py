@@ -30,7 +30,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("myriad.plan",),
     # Above spec and plan only because a check's `derive` names their types for type checkers
     # (checks/model.py, under TYPE_CHECKING); at run time it imports the standard library
-    # alone (the import-linter contract in pyproject.toml, tests/node/test_boundary.py).
+    # alone (the import-linter contract in pyproject.toml, tests/test_node_boundary.py).
     ("myriad.node",),
     ("myriad.render",),
     ("myriad.provision",),

@@ -45,6 +45,7 @@ class Registered:
     ignore_changes: tuple[str, ...] = ()
     replacement_trigger: Any = None
     dependencies: tuple[str, ...] = ()
+    replace_on_changes: tuple[str, ...] = ()
 
 
 class RecordingMonitor(pulumi_mocks.MockMonitor):
@@ -75,6 +76,7 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
                         else None
                     ),
                     dependencies=tuple(request.dependencies),
+                    replace_on_changes=tuple(request.replaceOnChanges),
                 )
             )
         return response
@@ -127,6 +129,8 @@ AWS_ACCOUNT: dict[str, CallAnswer] = {
     "aws:index/getAvailabilityZone:getAvailabilityZone": _zone,
     "aws:ec2/getInstanceTypeOfferings:getInstanceTypeOfferings": _offered,
     "aws:servicequotas/getServiceQuota:getServiceQuota": {"value": 100000.0, "id": "quota"},
+    # None of the cluster's instances runs yet (a first `pulumi up`).
+    "aws:ec2/getInstances:getInstances": {"ids": [], "privateIps": [], "publicIps": [], "id": "x"},
     "aws:index/getCallerIdentity:getCallerIdentity": {
         "accountId": "123456789012",
         "arn": "arn:aws:iam::123456789012:user/ops",
@@ -148,7 +152,13 @@ class FakeCloud(pulumi.runtime.Mocks):
         shared_network: Mapping[str, str] | None = None,
         calls: Mapping[str, CallAnswer] | None = None,
         shared_images: Mapping[str, Any] | None = None,
+        launched: Mapping[str, int] | None = None,
+        template_versions: Mapping[str, int] | None = None,
     ) -> None:
+        # fleet name -> instances it launches (default: its target capacity, all of them)
+        self.launched = dict(launched or {})
+        # launch template name -> its latest version (default 1, a new template)
+        self.template_versions = dict(template_versions or {})
         self.shared_network = dict(shared_network or {})
         self.shared_images = dict(shared_images or {})
         self.calls = {**AWS_ACCOUNT, **(calls or {})}
@@ -164,9 +174,10 @@ class FakeCloud(pulumi.runtime.Mocks):
         elif args.typ == "aws:ec2/eip:Eip":
             state["publicIp"] = _fake_ip(args.name, "198.51.100.0/24")
         elif args.typ == "aws:ec2/launchTemplate:LaunchTemplate":
-            state["latestVersion"] = 1
+            state["latestVersion"] = self.template_versions.get(args.name, 1)
         elif args.typ == "aws:ec2/fleet:Fleet":
             count = int(args.inputs["targetCapacitySpecification"]["totalTargetCapacity"])
+            count = self.launched.get(args.name, count)
             digest = hashlib.sha256(args.name.encode()).hexdigest()
             # Not in node order on purpose: the program sorts the IDs.
             ids = [f"i-{digest[:9]}{n:08x}" for n in reversed(range(count))]
@@ -242,13 +253,15 @@ def run_program(
     calls: Mapping[str, CallAnswer] | None = None,
     monitor_out: list[RecordingMonitor] | None = None,
     shared_images: Mapping[str, Any] | None = None,
+    launched: Mapping[str, int] | None = None,
+    template_versions: Mapping[str, int] | None = None,
 ) -> Built:
     """Run `body` as a Pulumi program under mocks; it returns a dict of outputs to resolve."""
     pulumi.runtime.set_all_config(
         {k: v if isinstance(v, str) else json.dumps(v) for k, v in (config or {}).items()},
         list(secret_keys),
     )
-    cloud = FakeCloud(shared_network, calls, shared_images)
+    cloud = FakeCloud(shared_network, calls, shared_images, launched, template_versions)
     monitor = RecordingMonitor(cloud)
     if monitor_out is not None:
         monitor_out.append(monitor)

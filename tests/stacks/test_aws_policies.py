@@ -10,6 +10,7 @@ Not exercised: the AWS API itself; stacks/README.md lists what needs a real acco
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 import pulumi
@@ -17,7 +18,7 @@ import pytest
 
 from myriad.plan.nodes import iter_nodes
 from myriad.spec.models import Cluster
-from stacks.aws import FLEET_IGNORE_CHANGES, NODE_IGNORE_CHANGES, fleet_instance_ids
+from stacks.aws import FLEET_REPLACE_ON_CHANGES, NODE_REPLACE_ON_CHANGES, fleet_instance_ids
 from stacks.aws import build as aws_build
 from stacks.aws_preflight import Market, Reservation, Zone, preflight
 from stacks.instance_types import INSTANCE_TYPES, QUOTA_P, instance_type
@@ -266,7 +267,7 @@ def test_a_missing_reservation_is_named() -> None:
 
     spec = with_gpus(2, capacity={"market": "capacity-reservation", "reservation_id": ODCR})
     text, monitor = refused(spec, calls={CLOUD_CONTROL_TOKEN: missing})
-    assert f"provider.capacity.reservation_id {ODCR} does not exist in us-east-1" in text
+    assert f"capacity reservation {ODCR} (island-0) does not exist in us-east-1" in text
     assert monitor.registered == []
 
 
@@ -280,12 +281,20 @@ def test_instances_and_fleets_are_guarded(aws_dev: Built) -> None:
         assert machine.protect, machine.name
         assert machine.delete_before_replace, machine.name
         assert machine.replacement_trigger is None, machine.name
+    # Nothing ignored (Pulumi rebuilds ignored inputs from the old state, a replacement
+    # included); the template version and a fleet's size replace instead of updating.
+    for machine in machines:
+        assert machine.ignore_changes == (), machine.name
     for instance in aws_dev.of_type("ec2/instance:Instance"):
-        assert set(NODE_IGNORE_CHANGES) <= set(instance.ignore_changes)
-        assert {"launchTemplate", "userData"} <= set(instance.ignore_changes)
-        assert instance.inputs["userDataReplaceOnChange"] is False
+        assert (
+            set(instance.replace_on_changes) == set(NODE_REPLACE_ON_CHANGES) == {"launchTemplate"}
+        )
+        assert "userData" not in instance.inputs  # the node's cloud-init is in its template
     for fleet in fleets(aws_dev):
-        assert set(FLEET_IGNORE_CHANGES) <= set(fleet.ignore_changes)
+        assert set(fleet.replace_on_changes) == set(FLEET_REPLACE_ON_CHANGES)
+        assert {"launchTemplateConfigs", "targetCapacitySpecification"} <= set(
+            fleet.replace_on_changes
+        )
 
 
 def test_templates_are_pinned_by_version_number_never_latest(aws_dev: Built) -> None:
@@ -399,6 +408,13 @@ class Lookups:
     def reservation(self, reservation_id: str, market: Market) -> Reservation | None:
         self.reads.append(f"reservation {reservation_id} {market}")
         return self.found
+
+    def running(self, cluster: str, tags: Mapping[str, str], reservation_id: str | None) -> int:
+        self.reads.append(f"running {cluster} {dict(tags)} {reservation_id}")
+        return 0
+
+    def vcpu_usage(self, quota_code: str) -> float | None:
+        return None
 
 
 def _types(spec: Cluster) -> dict[str, Any]:

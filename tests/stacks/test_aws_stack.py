@@ -153,12 +153,20 @@ def _check_cloud_config(text: str) -> dict[str, Any]:
     return document
 
 
+def node_user_data(built: Built, node: str) -> str:
+    """A controller, login or storage node's cloud-init: in its own launch template."""
+    found = built.named(f"aws-dev-{node}", "launchTemplate:LaunchTemplate")
+    return base64.b64decode(found.inputs["userData"]).decode()
+
+
 def test_user_data_names_the_node_and_holds_no_secret(aws_dev_stack: Built) -> None:
     for instance in aws_dev_stack.of_type("ec2/instance:Instance"):
-        document = _check_cloud_config(instance.inputs["userData"])
-        assert document["hostname"] == instance.inputs["tags"]["Name"]
+        name = instance.inputs["tags"]["Name"]
+        document = _check_cloud_config(node_user_data(aws_dev_stack, name))
+        assert document["hostname"] == name
+        # The instance takes it from the template version it names, never on its own.
+        assert "userData" not in instance.inputs
     templates = templates_by_pool(aws_dev_stack)
-    assert "userData" not in templates["ctl"]
     # A fleet's instances are identical: the pool's identity, no host name (the stack names
     # them, the bring-up sets the name).
     document = _check_cloud_config(base64.b64decode(templates["gpu"]["userData"]).decode())
@@ -221,8 +229,8 @@ def test_names_are_stable_across_runs(aws_dev_stack: Built) -> None:
 
 def test_ssh_keys_from_the_stack_config_go_into_user_data() -> None:
     built = build_stack(spec_with(AWS_DEV), extra={"myriad:sshAuthorizedKeys": [ADMIN_KEY]})
-    for instance in built.of_type("ec2/instance:Instance"):
-        assert yaml.safe_load(instance.inputs["userData"])["ssh_authorized_keys"] == [ADMIN_KEY]
+    for node in ("ctl01", "login01"):
+        assert yaml.safe_load(node_user_data(built, node))["ssh_authorized_keys"] == [ADMIN_KEY]
     gpu = templates_by_pool(built)["gpu"]["userData"]
     assert yaml.safe_load(base64.b64decode(gpu))["ssh_authorized_keys"] == [ADMIN_KEY]
 

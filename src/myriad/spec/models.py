@@ -148,16 +148,30 @@ class AwsCapacity(_Model):
 
     market: Literal["on-demand", "capacity-reservation", "capacity-block"] = "on-demand"
     reservation_id: str | None = Field(default=None, pattern=r"^cr-[0-9a-f]{8,17}$")
+    island_reservations: dict[
+        Annotated[str, Field(pattern=r"^island-(0|[1-9][0-9]{0,5})$")],
+        Annotated[str, Field(pattern=r"^cr-[0-9a-f]{8,17}$")],
+    ] = Field(
+        default_factory=dict,
+        description=(
+            "A reservation per compute island (island-<n>: cr-...), in place of "
+            "reservation_id for that island: a Capacity Block holds at most 64 instances and "
+            "one fleet launches into one block"
+        ),
+    )
 
     @model_validator(mode="after")
     def _reservation_matches_market(self) -> AwsCapacity:
-        if self.market == "on-demand" and self.reservation_id is not None:
+        if self.market == "on-demand" and (self.reservation_id or self.island_reservations):
+            given = "reservation_id" if self.reservation_id else "island_reservations"
             raise ValueError(
-                "reservation_id is given but market is on-demand; set market: "
+                f"{given} is given but market is on-demand; set market: "
                 "capacity-reservation or capacity-block"
             )
-        if self.market != "on-demand" and self.reservation_id is None:
-            raise ValueError(f"market {self.market} needs reservation_id (cr-...)")
+        if self.market != "on-demand" and not (self.reservation_id or self.island_reservations):
+            raise ValueError(
+                f"market {self.market} needs reservation_id (cr-...) or island_reservations"
+            )
         return self
 
 
