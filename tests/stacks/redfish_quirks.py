@@ -16,7 +16,9 @@ not, and each strictness below is one a real BMC family is known for:
   that URI takes the Boot PATCH (405 on the system itself);
 - `BootSourceOverrideMode` required in the Boot PATCH (400 without it);
 - the reset action at a vendor URI named only by the action's `target`, its ResetType values
-  given only by `@Redfish.ActionInfo` (400 for any other value).
+  given only by `@Redfish.ActionInfo` (400 for any other value);
+- on demand (`fail_once`), one answer of a given status to the next GET of a path: a BMC that
+  reboots, or whose board was just swapped, answers 404 for a system it serves again later.
 
 Every request is recorded (method, path, auth kind) so tests can check what was sent.
 """
@@ -60,6 +62,7 @@ class QuirkProxy:
     lock: threading.Lock = field(default_factory=threading.Lock)
     closed_root: bool = False  # the service root, too, asks for credentials
     no_secure_boot: bool = False  # the system links a SecureBoot resource it does not serve
+    fail_once: dict[str, int] = field(default_factory=dict)  # path -> status, for one GET
 
     def calls(self, method: str, suffix: str = "") -> list[Seen]:
         with self.lock:
@@ -142,6 +145,11 @@ def _handler(proxy: QuirkProxy) -> type[http.server.BaseHTTPRequestHandler]:
             kind, basic = self._auth()
             with proxy.lock:
                 proxy.requests.append(Seen(method, path, kind, self.headers.get("If-Match"), body))
+            with proxy.lock:
+                status = proxy.fail_once.pop(path, None) if method == "GET" else None
+            if status is not None:
+                self._error(status, "resource not found" if status == 404 else "unavailable")
+                return
             if method == "GET" and path.rstrip("/") == "/redfish/v1" and proxy.closed_root:
                 self._error(401, "authentication required")
                 return

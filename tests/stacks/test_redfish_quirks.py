@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from redfish_quirks import ALLOWED_RESETS, QuirkProxy, quirk_proxy
@@ -145,3 +146,53 @@ def test_a_secure_boot_resource_not_served_is_not_a_failure(
     with client(strict, redfish_emulator) as session:
         assert session.secure_boot_enabled("/redfish/v1/Systems/gpu01") is False
     assert strict.calls("GET", "/SecureBoot")
+
+
+def _installed(proxy: QuirkProxy, emulator: Emulator, root: Path) -> tuple[str, dict[str, Any]]:
+    """The id and the outputs Pulumi's state holds for an installed gpu01 behind `proxy`."""
+    inputs = {**props(emulator, "gpu01", root), "bmc_address": proxy.url}
+    path = "/redfish/v1/Systems/gpu01"
+    outs = {
+        **inputs,
+        "system_path": path,
+        "power_state": "Off",
+        "health": "OK",
+        "install_id": "ubuntu-22.04:initial",
+        "install_state": "up",
+    }
+    return f"{proxy.url}{path}", outs
+
+
+def test_a_transient_404_during_refresh_keeps_the_node(
+    strict: QuirkProxy, redfish_emulator: Emulator, tmp_path: Path
+) -> None:
+    """A BMC rebooting answers 404 for its system once: refresh must not drop the node, or
+    the next `pulumi up` would create it again, a full reinstall with no token."""
+    power_off(redfish_emulator, "gpu01")
+    pxe = make_pxe_root(tmp_path / "pxe")
+    ident, outs = _installed(strict, redfish_emulator, pxe.root)
+    strict.fail_once["/redfish/v1/Systems/gpu01"] = 404
+    read = RedfishNodeProvider().read(ident, outs)
+    assert read.id == ident
+    assert (read.outs or {})["power_state"] == "Off"  # read again, after the 404
+    assert (read.outs or {})["install_state"] == "up"
+    assert not strict.fail_once  # the 404 was answered
+    assert len(strict.calls("GET", "/Systems/gpu01")) >= 2
+
+
+def test_a_lasting_404_keeps_the_state_and_says_so(
+    strict: QuirkProxy, redfish_emulator: Emulator, tmp_path: Path
+) -> None:
+    pxe = make_pxe_root(tmp_path / "pxe")
+    ident, outs = _installed(strict, redfish_emulator, pxe.root)
+    gone = {**outs, "redfish_system": "gpu99", "system_path": "/redfish/v1/Systems/gpu99"}
+    read = RedfishNodeProvider().read(ident, gone)
+    assert read.id == ident  # never None: that would delete the node from the stack's state
+    kept = read.outs or {}
+    # What refresh shows: the power state is not known; all the rest is as it was.
+    assert kept["power_state"] == "Unknown"
+    assert {k: v for k, v in kept.items() if k != "power_state"} == {
+        k: v for k, v in gone.items() if k != "power_state"
+    }
+    # Asked more than once before giving up on this refresh.
+    assert len(strict.calls("GET", "/Systems/gpu99")) == 3

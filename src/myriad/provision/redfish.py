@@ -638,16 +638,30 @@ def power_on_queued(target: NodeTarget) -> None:
         boot_for_install(client, target, path)
 
 
+# A BMC answers 404 for a system it still has while it reboots (its Redfish service comes up
+# before the system inventory) and right after a board swap: asked again after these pauses
+# (times the node's poll interval) before the read gives up for this time.
+_NOT_FOUND_PAUSES = (1.0, 2.0)
+
+
 def read_node(target: NodeTarget) -> NodeState | None:
-    """The node's power state and health; None when the BMC no longer has the system."""
-    with target.session() as client:
-        try:
-            path = client.system_path(target.redfish_system)
-            return _node_state(client.system(path))
-        except RedfishHttpError as exc:
-            if exc.status == 404:
-                return None
-            raise
+    """The node's power state and health; None when the BMC keeps answering 404 for it.
+
+    None means "not known now", never "gone": a 404 is what a rebooting BMC says too.
+    """
+    pauses = [pause * target.poll_s for pause in _NOT_FOUND_PAUSES]
+    while True:
+        with target.session() as client:
+            try:
+                path = client.system_path(target.redfish_system)
+                return _node_state(client.system(path))
+            except RedfishHttpError as exc:
+                if exc.status != 404:
+                    raise
+                if not pauses:
+                    logger.warning("%s: %s", target.name, exc)
+                    return None
+        time.sleep(pauses.pop(0))
 
 
 def power_off_node(target: NodeTarget) -> NodeState:
@@ -835,7 +849,11 @@ class RedfishNodeProvider(ResourceProvider):
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
         state = read_node(target_from_props(props))
         if state is None:
-            return ReadResult(None, {})
+            # Returning no id would delete the node from the stack's state, and the next
+            # `pulumi up` would create it again: a full reinstall with no new token. The BMC
+            # may be rebooting; keep what is known and show, in refresh's diff, that the power
+            # state is not. A server really taken away is removed from the spec instead.
+            return ReadResult(id_, {**props, "power_state": "Unknown"})
         ident, install_state = _install_progress(props)
         return ReadResult(
             id_,
