@@ -22,6 +22,7 @@ from myriad.fsutil import atomic_write_text
 if TYPE_CHECKING:
     from myriad.bringup.verbs import Reimager, Validator
     from myriad.runner import Tuning
+    from myriad.spec.catalog_models import Catalog
 
 EXIT_OK, EXIT_PROBLEM, EXIT_INVALID = 0, 1, 2
 
@@ -243,6 +244,46 @@ def _cmd_health(args: argparse.Namespace, out: Console, err: Console) -> int:
         stack_outputs=args.stack_outputs,
         console=out,
     )
+
+
+def _catalog_of(args: argparse.Namespace) -> Catalog:
+    if args.spec is not None:
+        from myriad.spec.loader import load_spec
+
+        return load_spec(args.spec).catalog
+    from myriad.spec.loader import shipped_catalog
+
+    return shipped_catalog()
+
+
+def _cmd_catalog_list(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from myriad.views import catalog as view
+
+    catalog = _catalog_of(args)
+    selected = [view.kind(args.kind)] if args.kind else view.kinds()
+    if args.json:
+        content = {kind: _entries_json(catalog, kind) for kind in selected}
+        sys.stdout.write(json.dumps(view.document(None, content), indent=2) + "\n")
+    else:
+        view.print_list(out, catalog, selected)
+    return EXIT_OK
+
+
+def _entries_json(catalog: Catalog, kind: str) -> dict[str, object]:
+    entries = getattr(catalog, kind)
+    return {name: entry.model_dump(mode="json") for name, entry in sorted(entries.items())}
+
+
+def _cmd_catalog_show(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from myriad.views import catalog as view
+
+    kind, entry = view.find(_catalog_of(args), args.name)
+    if args.json:
+        document = view.document(kind, {"name": args.name, "entry": entry})
+        sys.stdout.write(json.dumps(document, indent=2) + "\n")
+    else:
+        view.print_entry(out, args.name, kind, entry)
+    return EXIT_OK
 
 
 def _cmd_schema(args: argparse.Namespace, out: Console, err: Console) -> int:
@@ -646,6 +687,22 @@ def build_parser() -> argparse.ArgumentParser:
 
     schema = commands.add_parser("schema", help="print the JSON Schema of cluster.yaml")
     schema.set_defaults(handler=_cmd_schema)
+
+    catalog = commands.add_parser(
+        "catalog", help="the hardware Myriad knows: GPUs, NICs, switches, servers, drivers"
+    )
+    catalog_verbs = catalog.add_subparsers(dest="catalog_command", required=True, metavar="VERB")
+    catalog_list = catalog_verbs.add_parser("list", help="every entry of one kind, or of all")
+    catalog_list.add_argument("kind", nargs="?", help="gpus, nics, switches, servers, ...")
+    catalog_list.set_defaults(handler=_cmd_catalog_list)
+    catalog_show = catalog_verbs.add_parser("show", help="every figure of one entry and its source")
+    catalog_show.add_argument("name", help="an entry's name, e.g. H100-SXM5-80GB")
+    catalog_show.set_defaults(handler=_cmd_catalog_show)
+    for verb in (catalog_list, catalog_show):
+        verb.add_argument(
+            "--spec", type=Path, metavar="FILE", help="include the spec's own catalog: entries"
+        )
+        verb.add_argument("--json", action="store_true", help="as JSON, with a format version")
     return parser
 
 
