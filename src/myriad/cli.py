@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console
 
-from myriad import __version__
-from myriad.errors import BadArguments, MyriadError, SpecError
+from myriad import JSON_FORMAT, __version__
+from myriad.errors import BadArguments, MyriadError, SpecError, format_path
 from myriad.fsutil import atomic_write_text
 
 if TYPE_CHECKING:
@@ -58,7 +58,7 @@ def _cmd_plan(args: argparse.Namespace, out: Console, err: Console) -> int:
     if args.out is not None:
         _output_folder("--out", args.out)
     result = plan_spec(args.spec)
-    document = result.to_dict()
+    document = {"format": JSON_FORMAT, **result.to_dict()}
     try:
         if args.cabling is not None or args.svg is not None:
             from myriad.views.fabric_files import write_fabric_files
@@ -730,6 +730,29 @@ def _add_wait_option(command: argparse.ArgumentParser) -> None:
     )
 
 
+def _json_error(args: argparse.Namespace, exc: MyriadError) -> None:
+    """Under --json, the error as a document on stdout too, for the program reading it."""
+    if not getattr(args, "json", False):
+        return
+    error: dict[str, object] = {"kind": type(exc).__name__, "exit_code": exc.exit_code}
+    if isinstance(exc, SpecError):
+        error["kind"] = "spec"
+        error["problems"] = [
+            {
+                "file": p.file,
+                "line": p.line,
+                "column": p.column,
+                "path": format_path(p.path),
+                "message": p.message,
+                "hint": p.hint,
+            }
+            for p in exc.problems
+        ]
+    else:
+        error["message"] = str(exc)
+    sys.stdout.write(json.dumps({"format": JSON_FORMAT, "error": error}, indent=2) + "\n")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     out = Console()
@@ -740,9 +763,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SpecError as exc:
         # Plain text: one problem per line, never re-wrapped, so editors can jump to it.
         sys.stderr.write(exc.render() + "\n")
+        _json_error(args, exc)
         return EXIT_INVALID
     except MyriadError as exc:
         sys.stderr.write(f"error: {exc}\n")
+        _json_error(args, exc)
         return exc.exit_code
     except KeyboardInterrupt:
         err.print("interrupted")

@@ -15,11 +15,10 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from myriad import JSON_FORMAT
 from myriad.errors import BadArguments
 from myriad.spec.catalog_models import Catalog
 from myriad.spec.references import close_names
-
-FORMAT = 1
 
 # The figures that tell entries of a kind apart; `show` prints all of them.
 SUMMARY: dict[str, tuple[str, ...]] = {
@@ -126,4 +125,4 @@ def print_entry(console: Console, name: str, kind: str, entry: dict[str, Any]) -
 
 
 def document(kind: str | None, content: dict[str, Any]) -> dict[str, Any]:
-    return {"format": FORMAT, **({"kind": kind} if kind else {}), **content}
+    return {"format": JSON_FORMAT, **({"kind": kind} if kind else {}), **content}
