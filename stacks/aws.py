@@ -50,6 +50,7 @@ import pulumi_aws as aws
 import yaml
 
 from myriad.plan.nodes import NodeRecord, iter_nodes
+from myriad.provision.aws_release import IslandRelease
 from myriad.spec.models import Cluster, Pool
 from stacks.aws_images import (
     AwsImages,
@@ -724,6 +725,23 @@ class AwsNodePool(pulumi.ComponentResource):
             lambda sets: fleet_instance_ids(sets, nodes, what)
         )
         self.checked.append(ids.apply(lambda _: fleet))
+        # Before a replacement fleet is created, the old island's instances must be gone and
+        # their reservation places back (myriad.provision.aws_release); the release depends
+        # on the fleet, so the engine deletes it, and waits, before deleting the fleet.
+        IslandRelease(
+            f"{c}-{pool.name}-island-{island}-release",
+            region=args.region,
+            fleet_id=fleet.id,
+            instance_ids=ids,
+            reservation_id=args.capacity[island].reservation_id,
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                protect=args.protect,
+                delete_before_replace=True,
+                replacement_trigger=args.replace.get(key),
+                depends_on=[fleet],
+            ),
+        )
         for index, node in enumerate(nodes):
             instance_id: pulumi.Output[str] = ids.apply(_pick(index))
             self._seed(node, instance_id)
