@@ -89,14 +89,18 @@ def test_opensm_on_compute_nodes_of_one_island_is_flagged() -> None:
 
 
 def test_slurm_without_containers_says_so() -> None:
-    [finding] = findings(example("starter-64"), "slurm-no-containers")
-    assert finding.severity == "warning"
+    # The example says it runs without containers on purpose; without that line it is an error.
+    assert findings(example("starter-64"), "slurm-no-containers") == []
+    [finding] = findings(
+        example("starter-64", "    no_containers: true\n", ""), "slurm-no-containers"
+    )
+    assert finding.severity == "error"
     assert "software.slurm.containers" in finding.suggestion
+    assert "no_containers: true" in finding.suggestion
     checksum = "sha256:" + "0" * 64
     with_containers = example(
         "starter-64",
-        "    state_save_location: /data/slurm/state\n",
-        "    state_save_location: /data/slurm/state\n"
+        "    no_containers: true\n",
         f"    containers: {{enroot_checksums: {{enroot_3.5.0-1_amd64.deb: '{checksum}'}}, "
         f"pyxis_checksum: '{checksum}'}}\n",
     )

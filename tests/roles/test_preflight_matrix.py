@@ -39,6 +39,8 @@ from typing import Any
 import pytest
 import yaml
 
+from myriad.spec.os_table import OsRow, os_table
+
 ROOT = Path(__file__).resolve().parents[2]
 SITE = ROOT / "playbooks" / "site.yml"
 SPECS = sorted((ROOT / "inventories").glob("*/cluster.yaml"))
@@ -344,17 +346,8 @@ def test_every_role_accepts_the_rendered_inventory(
     rendered = render(variant, tmp_path)
     if rendered.returncode != 0:
         # A refusal is fine when `myriad plan` says where and what, without a traceback.
-        planned = subprocess.run(
-            [_bin("myriad"), "plan", str(variant)],
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=False,
-        )
-        said = planned.stdout + planned.stderr
-        assert planned.returncode != 0, said
-        assert _LOCATED.search(said), said
-        assert "Traceback" not in said + rendered.stderr
+        assert "Traceback" not in rendered.stderr
+        assert _planned_refusal(variant) is not None, rendered.stderr
         return
     memberships = _inventory_hosts(tmp_path / "inventory")
     hosts = _representatives(memberships, tmp_path / "inventory")
@@ -397,16 +390,26 @@ def test_representatives_cover_every_kind_of_host(tmp_path: Path) -> None:
     assert len(hosts) == 3, hosts
 
 
-def test_the_slurm_preflight_refuses_what_a_node_cannot_do(tmp_path: Path) -> None:
-    """The matrix fails where the role would: NVML autodetect on Ubuntu 22.04 (no plugin)."""
+@pytest.mark.parametrize(
+    ("os_name", "extra", "message"),
+    [
+        # No Ubuntu release before 25.10 packages the NVML plugin (src/myriad/catalog/os.yaml).
+        ("ubuntu-24.04", ("-e", "slurm_gres_autodetect=nvml"), "packages no Slurm NVML plugin"),
+        # Slurm 21.08 has no cgroup/v2 and jammy boots the unified hierarchy.
+        ("ubuntu-22.04", (), "ships Slurm 21.08.5 with cgroup/v1"),
+    ],
+)
+def test_the_slurm_preflight_refuses_what_a_node_cannot_do(
+    os_name: str, extra: tuple[str, ...], message: str, tmp_path: Path
+) -> None:
+    """The matrix fails where the role would: what the OS's own Slurm packages cannot do."""
     spec = ROOT / "inventories" / "starter-64" / "cluster.yaml"
     assert render(spec, tmp_path).returncode == 0
     inventory = tmp_path / "inventory"
     gpu_host = next(h for h, g in sorted(_inventory_hosts(inventory).items()) if "compute" in g)
-    report = run_preflight(
-        inventory, [gpu_host], "ubuntu-22.04", tmp_path, "-e", "slurm_gres_autodetect=nvml"
-    )
-    assert any("packages no Slurm NVML plugin" in f for f in failures(report)), failures(report)
+    report = run_preflight(inventory, [gpu_host], os_name, tmp_path, *extra)
+    found = [" ".join(f.split()) for f in failures(report)]
+    assert any(message in f for f in found), found
     assert report["rc"] != 0
 
 
@@ -682,3 +685,155 @@ def test_three_controllers_share_their_state(tmp_path: Path) -> None:
     ]
     assert "StateSaveLocation=/ckpt/slurm/state" in conf.splitlines()
     assert "Gres=gpu:a800:8" in conf
+
+
+# --- Every rendered Slurm option against the OS capability table ----------------------------
+
+
+def _planned_refusal(variant: Path) -> str | None:
+    """The errors `myriad plan` refuses the spec with, each at its file:line; None if none.
+
+    A spec that does not load is refused on stderr with its location (exit 2); one that loads
+    but fails a lint lists each error finding with its `location` (--json, exit 1).
+    """
+    planned = subprocess.run(
+        [_bin("myriad"), "plan", str(variant), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    said = planned.stdout + planned.stderr
+    assert "Traceback" not in said
+    if planned.returncode == 0:
+        return None
+    if planned.returncode == 2:
+        assert _LOCATED.search(planned.stderr), said
+        return planned.stderr
+    errors = [f for f in json.loads(planned.stdout)["findings"] if f["severity"] == "error"]
+    assert errors, said
+    for finding in errors:
+        assert _LOCATED.search(finding["location"]), finding
+    return "\n".join(f"{f['location']}: {f['id']}: {f['message']}" for f in errors)
+
+
+def _role_files(inventory: Path, os_name: str, work: Path) -> dict[str, str]:
+    """cgroup.conf, slurm.conf and gres.conf as the slurm role writes them on `os_name`.
+
+    The role's own os_vars.yml picks the OS's variables (roles/slurm/vars/<OS>.yml), over the
+    role's defaults and under the rendered inventory's group variables, as on a node.
+    """
+    role = ROOT / "roles" / "slurm"
+    names = ("cgroup.conf", "slurm.conf", "gres.conf")
+    tasks = [
+        {
+            "name": f"Load the inventory's {source.name}",
+            "ansible.builtin.include_vars": {"file": str(source)},
+        }
+        for source in (inventory / "group_vars" / "all.yml", inventory / "cluster_tables.yml")
+        if source.exists()
+    ]
+    tasks += [
+        {
+            "name": "Load the role's variables for this OS",
+            "ansible.builtin.include_role": {
+                "name": "slurm",
+                "tasks_from": "os_vars.yml",
+                "public": True,
+            },
+        },
+        *[
+            {
+                "name": f"Template {name}",
+                "ansible.builtin.template": {
+                    "src": str(role / "templates" / f"{name}.j2"),
+                    "dest": str(work / name),
+                    "mode": "0644",
+                },
+            }
+            for name in names
+        ],
+    ]
+    report = run_play(
+        tasks, os_name, work, env={"ANSIBLE_FILTER_PLUGINS": str(role / "filter_plugins")}
+    )
+    assert report["rc"] == 0, failures(report)
+    return {name: (work / name).read_text() for name in names}
+
+
+def _settings(text: str) -> dict[str, str]:
+    """Key=Value lines of a Slurm file (the first word of each line only)."""
+    found = {}
+    for line in text.splitlines():
+        word = line.split("#", 1)[0].strip().split(" ", 1)[0]
+        if "=" in word:
+            key, value = word.split("=", 1)
+            found[key] = value
+    return found
+
+
+def table_problems(row: OsRow, files: dict[str, str], *, legacy_hierarchy: bool) -> list[str]:
+    """Each rendered option that this OS's Slurm packages cannot honour, with why."""
+    problems = []
+    cgroup = _settings(files["cgroup.conf"]).get("CgroupPlugin", "autodetect")
+    why = row.cgroup_problem(cgroup, legacy_hierarchy=legacy_hierarchy)
+    if why is not None:
+        problems.append(f"cgroup.conf CgroupPlugin={cgroup}: {why}")
+    topology = _settings(files["slurm.conf"]).get("TopologyPlugin", "")
+    if topology and topology not in row.topology_plugins.value:
+        problems.append(
+            f"slurm.conf TopologyPlugin={topology}: not among {row.topology_plugins.value} "
+            f"({row.topology_plugins.source})"
+        )
+    gres_lines = [line for line in files["gres.conf"].splitlines() if not line.startswith("#")]
+    if any("AutoDetect=nvml" in line for line in gres_lines) and not row.nvml_package.value:
+        problems.append(f"gres.conf AutoDetect=nvml: {row.nvml_package.source}")
+    return problems
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("spec", "os_name"),
+    [
+        p
+        for p in _matrix()
+        if yaml.safe_load(p.values[0].read_text())["software"].get("orchestrator", "slurm")
+        == "slurm"
+    ],
+)
+def test_every_rendered_slurm_option_exists_on_the_os(
+    spec: Path, os_name: str, tmp_path: Path
+) -> None:
+    """The role's cgroup.conf, slurm.conf and gres.conf use only what the OS's Slurm ships.
+
+    Or `myriad plan` refuses the combination with a located message: the table is the one
+    statement of what each OS ships (src/myriad/catalog/os.yaml).
+    """
+    variant = _spec_for_os(spec, os_name, tmp_path)
+    if render(variant, tmp_path).returncode != 0:
+        # Refused for what the OS's Slurm cannot do, and for nothing else the OS does not change.
+        refusal = _planned_refusal(variant)
+        assert refusal is not None
+        assert "slurm-os-cgroup" in refusal, refusal
+        return
+    inventory = tmp_path / "inventory"
+    files = _role_files(inventory, os_name, tmp_path)
+    group_vars = yaml.safe_load((inventory / "group_vars" / "all.yml").read_text())
+    legacy = bool(group_vars.get("slurm_cgroup_legacy_hierarchy", False))
+    problems = table_problems(os_table()[os_name], files, legacy_hierarchy=legacy)
+    assert not problems, "\n".join(problems)
+
+
+def test_the_table_check_sees_cgroup_v2_on_slurm_21_08() -> None:
+    """The check fails on what the role wrote for Ubuntu 22.04 before: cgroup/v2 on 21.08."""
+    jammy = os_table()["ubuntu-22.04"]
+    files = {"cgroup.conf": "CgroupPlugin=cgroup/v2\n", "slurm.conf": "", "gres.conf": ""}
+    (problem,) = table_problems(jammy, files, legacy_hierarchy=False)
+    assert "Slurm 21.08.5 has no cgroup/v2 plugin" in problem
+    # autodetect is no way out: on jammy's unified hierarchy it picks cgroup/v2 as well.
+    files["cgroup.conf"] = "CgroupPlugin=autodetect\n"
+    assert table_problems(jammy, files, legacy_hierarchy=False)
+    # v1 works only on a node booted with the legacy hierarchy.
+    files["cgroup.conf"] = "CgroupPlugin=cgroup/v1\n"
+    assert "cannot manage the unified" in table_problems(jammy, files, legacy_hierarchy=False)[0]
+    assert table_problems(jammy, files, legacy_hierarchy=True) == []

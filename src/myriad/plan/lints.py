@@ -23,6 +23,7 @@ from myriad.plan.nodes import iter_nodes
 from myriad.spec.catalog_models import NicModel
 from myriad.spec.loader import LoadedSpec
 from myriad.spec.models import NicGroup, Profile
+from myriad.spec.os_table import os_table
 
 Severity = Literal["error", "warning", "info"]
 SEVERITY_ORDER: dict[Severity, int] = {"error": 0, "warning": 1, "info": 2}
@@ -617,18 +618,68 @@ def _slurm_fit(loaded: LoadedSpec) -> Iterator[Finding]:
                 suggestion=f"put it under storage.mount ({spec.storage.mount}/slurm/state)",
                 path=("software", "slurm", "state_save_location"),
             )
-    if slurm.containers is None and any(
-        spec.profiles[pool.profile].gpu is not None for pool in spec.pools_with_role("compute")
+    if (
+        slurm.containers is None
+        and not slurm.no_containers
+        and any(
+            spec.profiles[pool.profile].gpu is not None for pool in spec.pools_with_role("compute")
+        )
     ):
+        # GPU jobs are run from containers (NGC images, `srun --container-image`); a GPU
+        # cluster without them is a mistake unless the spec says it is meant.
         yield Finding(
             id="slurm-no-containers",
-            severity="warning",
-            message="Enroot and Pyxis stay off: jobs cannot use `srun --container-image`, "
+            severity="error",
+            message="Enroot and Pyxis stay off: GPU jobs cannot use `srun --container-image`, "
             "because Myriad installs them only with release checksums someone vouched for",
             suggestion="add software.slurm.containers with enroot_checksums and pyxis_checksum "
-            "from NVIDIA's release pages (see roles/container_runtime/README.md)",
+            "from NVIDIA's release pages (see roles/container_runtime/README.md), or set "
+            "software.slurm.no_containers: true if jobs run without containers on purpose",
             path=("software", "slurm"),
         )
+    yield from _slurm_cgroups(loaded)
+
+
+def _slurm_cgroups(loaded: LoadedSpec) -> Iterator[Finding]:
+    """slurmd loads a cgroup plugin the OS's Slurm must ship for the hierarchy it boots."""
+    spec = loaded.spec
+    row = os_table()[spec.software.os]
+    legacy = spec.software.slurm.legacy_cgroup
+    problem = row.cgroup_problem("autodetect")
+    if problem is None:
+        if legacy:
+            yield Finding(
+                id="slurm-legacy-cgroup",
+                severity="warning",
+                message=f"legacy_cgroup is set but Slurm {row.slurm.value} on "
+                f"{spec.software.os} manages the {row.cgroup_hierarchy.value} hierarchy "
+                "the OS boots: the nodes would boot the legacy hierarchy for nothing",
+                suggestion="remove software.slurm.legacy_cgroup",
+                path=("software", "slurm", "legacy_cgroup"),
+            )
+        return
+    if legacy:
+        yield Finding(
+            id="slurm-legacy-cgroup",
+            severity="warning",
+            message=f"Slurm {row.slurm.value} on {spec.software.os} runs with cgroup/v1: the "
+            "nodes boot the legacy hierarchy (systemd.unified_cgroup_hierarchy=0, one reboot), "
+            "which systemd has deprecated and newer container tools drop",
+            suggestion="move to ubuntu-24.04 (Slurm 23.11, cgroup/v2) when the site can",
+            path=("software", "slurm", "legacy_cgroup"),
+            numbers={"slurm": row.slurm.value},
+        )
+        return
+    yield Finding(
+        id="slurm-os-cgroup",
+        severity="error",
+        message=f"slurmd cannot start on {spec.software.os}, which boots the "
+        f"{row.cgroup_hierarchy.value} cgroup hierarchy: {problem}",
+        suggestion="set software.os: ubuntu-24.04 (Slurm 23.11 has cgroup/v2), or set "
+        "software.slurm.legacy_cgroup: true to boot the nodes with the legacy hierarchy",
+        path=("software", "os"),
+        numbers={"slurm": row.slurm.value},
+    )
 
 
 def _subnet_manager_domains(loaded: LoadedSpec) -> Iterator[Finding]:

@@ -326,6 +326,9 @@ def _slurm_vars(
     }
     if spec.software.slurm.state_save_location is not None:
         variables["slurm_state_save_location"] = spec.software.slurm.state_save_location
+    if spec.software.slurm.legacy_cgroup:
+        # The OS's Slurm has no cgroup/v2 (lint slurm-legacy-cgroup): boot the v1 hierarchy.
+        variables["slurm_cgroup_legacy_hierarchy"] = True
     if spec.software.slurm.accounting and controllers:
         variables["slurm_dbd_host"] = controllers[0].name
     return variables
@@ -353,6 +356,12 @@ def pool_vars(spec: Cluster, catalog: Catalog, pool: Pool) -> dict[str, Any]:
     if profile.gpu is not None:
         variables["myriad_gpu"] = {"model": profile.gpu.model, "count": gpus}
         variables["nvidia_driver_fabricmanager"] = profile.nvswitch > 0
+        if spec.software.orchestrator == "slurm":
+            # slurmd starts after the driver's daemons (Fabric Manager on NVSwitch boards,
+            # whose GPUs CUDA cannot use before it runs).
+            variables["slurm_slurmd_gpu_units"] = ["nvidia-persistenced.service"] + (
+                ["nvidia-fabricmanager.service"] if profile.nvswitch > 0 else []
+            )
     compute = ports(profile, catalog, "compute", fabric)
     if not compute or fabric in ("ethernet", "efa"):
         # Enroot's Mellanox hook fails container starts on nodes that have no HCA.

@@ -603,6 +603,22 @@ class Slurm(_Model):
         default=None,
         description="Enroot and Pyxis for `srun --container-image`; off without their checksums",
     )
+    no_containers: bool = Field(
+        default=False,
+        description="true: GPU jobs run without Enroot and Pyxis on purpose (otherwise a GPU "
+        "cluster without software.slurm.containers is a plan error)",
+    )
+    legacy_cgroup: bool = Field(
+        default=False,
+        description="true: boot the nodes with the legacy (v1) cgroup hierarchy, for an OS whose "
+        "Slurm has no cgroup/v2 plugin (Ubuntu 22.04's 21.08); a warned, explicit choice",
+    )
+
+    @model_validator(mode="after")
+    def _containers_or_not(self) -> Slurm:
+        if self.no_containers and self.containers is not None:
+            raise ValueError("no_containers is true but containers are given: choose one")
+        return self
 
 
 class Kubernetes(_Model):
