@@ -18,7 +18,14 @@ not, and each strictness below is one a real BMC family is known for:
 - the reset action at a vendor URI named only by the action's `target`, its ResetType values
   given only by `@Redfish.ActionInfo` (400 for any other value);
 - on demand (`fail_once`), one answer of a given status to the next GET of a path: a BMC that
-  reboots, or whose board was just swapped, answers 404 for a system it serves again later.
+  reboots, or whose board was just swapped, answers 404 for a system it serves again later;
+- on demand (`busy`), 503 Service Unavailable with `Retry-After: 1` to the next requests of
+  any method to a path, as a BMC with a full request queue does (DSP0266 lets a service say
+  when to come back; RFC 9110 §10.2.3 defines the header);
+- optionally (`tasks`), the reset and the Boot PATCH as asynchronous operations (DSP0266
+  "Asynchronous operations"): applied, then answered 202 Accepted with the `Location` of a
+  task monitor, which answers 202 (with `Retry-After`) twice and then the Task resource,
+  `TaskState` `Completed` (or `Exception` with a message, `task_fails`).
 
 Every request is recorded (method, path, auth kind) so tests can check what was sent.
 """
@@ -40,6 +47,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 SESSIONS = "/redfish/v1/SessionService/Sessions"
+MONITORS = "/redfish/v1/TaskService/TaskMonitors"
 ALLOWED_RESETS = ["On", "ForceOff", "GracefulShutdown", "ForceRestart"]
 
 
@@ -63,6 +71,10 @@ class QuirkProxy:
     closed_root: bool = False  # the service root, too, asks for credentials
     no_secure_boot: bool = False  # the system links a SecureBoot resource it does not serve
     fail_once: dict[str, int] = field(default_factory=dict)  # path -> status, for one GET
+    busy: dict[str, int] = field(default_factory=dict)  # path -> how many 503s to answer
+    tasks: bool = False  # reset and Boot PATCH answer 202 with a task monitor
+    task_fails: bool = False  # ...whose task ends in Exception
+    monitors: dict[str, int] = field(default_factory=dict)  # monitor path -> polls left
 
     def calls(self, method: str, suffix: str = "") -> list[Seen]:
         with self.lock:
@@ -150,6 +162,25 @@ def _handler(proxy: QuirkProxy) -> type[http.server.BaseHTTPRequestHandler]:
             if status is not None:
                 self._error(status, "resource not found" if status == 404 else "unavailable")
                 return
+            with proxy.lock:
+                busy = proxy.busy.get(path, 0)
+                if busy:
+                    proxy.busy[path] = busy - 1
+            if busy:
+                self._send(
+                    503,
+                    {
+                        "error": {
+                            "code": "Base.1.0.ServiceTemporarilyUnavailable",
+                            "message": "busy",
+                        }
+                    },
+                    {"Retry-After": "1"},
+                )
+                return
+            if path.startswith(MONITORS) and method == "GET" and basic is not None:
+                self._monitor(path)
+                return
             if method == "GET" and path.rstrip("/") == "/redfish/v1" and proxy.closed_root:
                 self._error(401, "authentication required")
                 return
@@ -191,6 +222,42 @@ def _handler(proxy: QuirkProxy) -> type[http.server.BaseHTTPRequestHandler]:
                 {"X-Auth-Token": token, "Location": location},
             )
 
+        def _accepted(self, status: int, answer: Any) -> None:
+            """The operation's own answer, or (with `tasks`) 202 and a task monitor for it."""
+            if not proxy.tasks or status >= 300:
+                self._send(status, answer)
+                return
+            monitor = f"{MONITORS}/{secrets.token_hex(4)}"
+            with proxy.lock:
+                proxy.monitors[monitor] = 2
+            self._send(202, None, {"Location": monitor, "Retry-After": "1"})
+
+        def _monitor(self, path: str) -> None:
+            with proxy.lock:
+                left = proxy.monitors.get(path)
+                if left:
+                    proxy.monitors[path] = left - 1
+            if left is None:
+                self._error(404, "no such task monitor")
+            elif left:
+                self._send(202, None, {"Location": path, "Retry-After": "1"})
+            else:
+                failed = proxy.task_fails
+                self._send(
+                    200,
+                    {
+                        "@odata.type": "#Task.v1_7_4.Task",
+                        "Id": path.rsplit("/", 1)[1],
+                        "TaskState": "Exception" if failed else "Completed",
+                        "TaskStatus": "Critical" if failed else "OK",
+                        "Messages": (
+                            [{"Message": "The boot configuration could not be applied."}]
+                            if failed
+                            else []
+                        ),
+                    },
+                )
+
         def _logout(self, path: str) -> None:
             ident = path.rsplit("/", 1)[1]
             with proxy.lock:
@@ -230,7 +297,7 @@ def _handler(proxy: QuirkProxy) -> type[http.server.BaseHTTPRequestHandler]:
                 status, answer = self._backend(
                     "POST", f"{system}/Actions/ComputerSystem.Reset", basic, body
                 )
-                self._send(status, answer)
+                self._accepted(status, answer)
             elif system and path == f"{system}/SecureBoot" and proxy.no_secure_boot:
                 self._error(404, "resource not found")
             elif path.endswith("/Actions/ComputerSystem.Reset"):
@@ -285,7 +352,7 @@ def _handler(proxy: QuirkProxy) -> type[http.server.BaseHTTPRequestHandler]:
                 self._error(400, "BootSourceOverrideMode is required with a boot override")
                 return
             status, answer = self._backend("PATCH", system, basic, body)
-            self._send(status, answer)
+            self._accepted(status, answer)
 
         def do_GET(self) -> None:  # the handler's method names
             self._handle("GET")

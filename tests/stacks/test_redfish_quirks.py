@@ -8,6 +8,7 @@ DSP0266 and what those BMCs are known to demand, and need real hardware to confi
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from test_redfish_provider import MACS, make_pxe_root, power_off, props
 from myriad.provision.redfish import (
     BmcCredentials,
     RedfishClient,
+    RedfishError,
     RedfishHttpError,
     RedfishNodeProvider,
 )
@@ -196,3 +198,65 @@ def test_a_lasting_404_keeps_the_state_and_says_so(
     }
     # Asked more than once before giving up on this refresh.
     assert len(strict.calls("GET", "/Systems/gpu99")) == 3
+
+
+def test_a_busy_bmc_is_asked_again_when_it_says(
+    strict: QuirkProxy, redfish_emulator: Emulator
+) -> None:
+    """503 with Retry-After (DSP0266; RFC 9110 §10.2.3): wait as told, then send it again,
+    a PATCH and a POST too: a 503 means the request was not acted on."""
+    power_off(redfish_emulator, "gpu02")
+    path = "/redfish/v1/Systems/gpu02"
+    with client(strict, redfish_emulator) as session:
+        strict.busy[path] = 1
+        started = time.monotonic()
+        assert session.system(path).power_state == "Off"
+        assert time.monotonic() - started >= 1.0  # waited as Retry-After said
+        strict.busy[f"{path}/Settings"] = 2  # the ETag read, then the PATCH itself
+        session.set_next_boot(path, "Pxe", "UEFI")
+        strict.busy[f"{path}/Actions/Oem/VendorReset"] = 1
+        assert session.reset(path, "On") == "On"
+    assert not any(strict.busy.values())
+    assert len(strict.calls("POST", "/Actions/Oem/VendorReset")) == 2
+    power_off(redfish_emulator, "gpu02")
+
+
+def test_a_bmc_that_stays_busy_is_named(strict: QuirkProxy, redfish_emulator: Emulator) -> None:
+    path = "/redfish/v1/Systems/gpu02"
+    with client(strict, redfish_emulator) as session:
+        strict.busy[path] = 10
+        with pytest.raises(RedfishHttpError, match=r"HTTP 503") as caught:
+            session.system(path)
+    assert caught.value.status == 503
+    strict.busy.clear()
+
+
+def test_asynchronous_operations_are_followed_to_their_end(
+    strict: QuirkProxy, redfish_emulator: Emulator, tmp_path: Path
+) -> None:
+    """A BMC that answers the Boot PATCH and the reset with 202 and a task monitor: the
+    install waits for each task before the next step (the override before the power-on)."""
+    power_off(redfish_emulator, "gpu01")
+    strict.tasks = True
+    pxe = make_pxe_root(tmp_path / "pxe")
+    news = {**props(redfish_emulator, "gpu01", pxe.root), "bmc_address": strict.url}
+    created = RedfishNodeProvider().create(news)
+    assert (created.outs or {})["install_state"] == "installing"
+    monitors = [s for s in strict.requests if s.path.startswith("/redfish/v1/TaskService/")]
+    # Two tasks (the PATCH, the reset), each polled until done: 202, 202, then the Task.
+    assert len(monitors) == 6 and not any(strict.monitors.values())
+    patch_at = next(i for i, s in enumerate(strict.requests) if s.method == "PATCH")
+    reset_at = next(i for i, s in enumerate(strict.requests) if s.path.endswith("VendorReset"))
+    first_monitor = strict.requests.index(monitors[0])
+    assert patch_at < first_monitor < reset_at  # the override's task ended before the reset
+    power_off(redfish_emulator, "gpu01")
+
+
+def test_a_task_that_fails_fails_the_step_with_its_message(
+    strict: QuirkProxy, redfish_emulator: Emulator
+) -> None:
+    strict.tasks = strict.task_fails = True
+    path = "/redfish/v1/Systems/gpu02"
+    failure = pytest.raises(RedfishError, match=r"Exception.*boot configuration could not")
+    with client(strict, redfish_emulator) as session, failure:
+        session.set_next_boot(path, "Pxe", "UEFI")

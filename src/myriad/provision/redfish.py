@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import email.utils
 import ipaddress
 import json
 import logging
@@ -67,6 +68,15 @@ _MAX_REDIRECTS = 3
 # to send again after a pause. Other methods are not repeated.
 _GET_RETRIES = (0.5, 1.5)
 _TRANSIENT = frozenset({500, 502, 503, 504})
+# 503 with Retry-After: the BMC says when to come back (DSP0266 lets a service answer so; the
+# header is delta-seconds or an HTTP-date, RFC 9110 §10.2.3). A 503 means the request was not
+# acted on, so any method is sent again, this many times, each wait capped.
+_BUSY_RETRIES = 3
+_RETRY_AFTER_MAX_S = 30.0
+# DSP0266 "Asynchronous operations": 202 Accepted with a task monitor in Location, which
+# answers 202 while the task runs and then the outcome (often the Task resource).
+_TASK_POLL_S = 1.0
+_TASK_FAILED = frozenset({"Exception", "Killed", "Cancelled", "Interrupted"})
 RESET_ACTION = "#ComputerSystem.Reset"
 
 
@@ -108,6 +118,7 @@ class SystemState:
 class _Response:
     body: dict[str, Any]
     headers: Mapping[str, str]
+    status: int = 200
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
@@ -132,11 +143,13 @@ class RedfishClient:
         timeout_s: float = 30.0,
         verify_tls: bool = True,
         ca_file: str | None = None,
+        task_timeout_s: float = 300.0,
     ) -> None:
         if timeout_s <= 0:
             raise ValueError("timeout_s must be positive")
         self.base_url = bmc_base_url(address)
         self.timeout_s = timeout_s
+        self.task_timeout_s = task_timeout_s
         self._credentials = credentials
         token = f"{credentials.username}:{credentials.password}".encode()
         self._basic = "Basic " + base64.b64encode(token).decode("ascii")
@@ -218,10 +231,48 @@ class RedfishClient:
         return response.body, etag if isinstance(etag, str) else None
 
     def patch(self, path: str, body: Mapping[str, Any], etag: str | None = None) -> dict[str, Any]:
-        return self._request("PATCH", path, body, if_match=etag).body
+        return self._finished("PATCH", path, self._request("PATCH", path, body, if_match=etag))
 
     def post(self, path: str, body: Mapping[str, Any]) -> dict[str, Any]:
-        return self._request("POST", path, body).body
+        return self._finished("POST", path, self._request("POST", path, body))
+
+    def _finished(self, method: str, path: str, response: _Response) -> dict[str, Any]:
+        """The operation's outcome: at once, or (202 Accepted) once its task monitor says so.
+
+        DSP0266 "Asynchronous operations": the monitor in `Location` answers 202 while the
+        task runs, then the outcome, often the Task resource, whose `TaskState` tells a
+        failure (Task schema: Exception, Killed, Cancelled, Interrupted) from success.
+        """
+        location = response.headers.get("Location")
+        if response.status != 202 or not location:
+            return response.body
+        monitor = urllib.parse.urlsplit(
+            self._same_bmc(urllib.parse.urljoin(self.base_url, location), method, path)
+        ).path
+        deadline = time.monotonic() + self.task_timeout_s
+        current = response
+        while current.status == 202:
+            pause = _retry_after(current.headers.get("Retry-After"))
+            pause = _TASK_POLL_S if pause is None else pause
+            if time.monotonic() + pause > deadline:
+                raise RedfishTimeout(
+                    f"BMC {self.base_url}: {method} {path} is still running after "
+                    f"{self.task_timeout_s:g}s (task monitor {monitor})"
+                )
+            time.sleep(pause)
+            current = self._request("GET", monitor)
+        state = current.body.get("TaskState")
+        if state in _TASK_FAILED:
+            messages = [
+                str(m["Message"])
+                for m in current.body.get("Messages") or []
+                if isinstance(m, Mapping) and isinstance(m.get("Message"), str)
+            ]
+            raise RedfishError(
+                f"BMC {self.base_url}: {method} {path} ended in task state {state}"
+                + (f": {'; '.join(messages)}" if messages else "")
+            )
+        return current.body
 
     def system_path(self, system_id: str | None) -> str:
         """The system's path; without an id, the BMC must manage exactly one system."""
@@ -357,7 +408,8 @@ class RedfishClient:
         url = urllib.parse.urljoin(self.base_url, path)
         data = None if body is None else json.dumps(body).encode()
         pauses = list(_GET_RETRIES) if method == "GET" else []
-        for _ in range(_MAX_REDIRECTS + 1 + len(pauses)):
+        busy = _BUSY_RETRIES
+        for _ in range(_MAX_REDIRECTS + 1 + len(pauses) + busy):
             request = urllib.request.Request(url, data=data, method=method)
             if auth:
                 if self._token is not None:
@@ -374,9 +426,17 @@ class RedfishClient:
                 with self._opener.open(request, timeout=self.timeout_s) as response:
                     raw = response.read()
                     headers = dict(response.headers.items())
+                    status = int(response.status)
                 break
             except urllib.error.HTTPError as exc:
                 location = exc.headers.get("Location") if exc.code in (301, 302, 307, 308) else None
+                wait = _retry_after(exc.headers.get("Retry-After")) if exc.code == 503 else None
+                if wait is not None and busy:
+                    busy -= 1
+                    exc.close()
+                    logger.debug("%s: %s %s busy; again in %gs", self.base_url, method, path, wait)
+                    time.sleep(wait)
+                    continue
                 if exc.code in _TRANSIENT and pauses:
                     exc.close()
                     time.sleep(pauses.pop(0))
@@ -407,7 +467,7 @@ class RedfishClient:
         else:
             raise RedfishError(f"BMC {self.base_url}: {method} {path} redirects in a loop")
         if not raw.strip():
-            return _Response({}, headers)
+            return _Response({}, headers, status)
         try:
             document = json.loads(raw)
         except ValueError:
@@ -416,7 +476,7 @@ class RedfishClient:
             ) from None
         if not isinstance(document, dict):
             raise RedfishError(f"BMC {self.base_url}: {method} {path} answered with a non-object")
-        return _Response(document, headers)
+        return _Response(document, headers, status)
 
     def _session_collection(self) -> str:
         if self._session_uri and "/" in self._session_uri.rstrip("/"):
@@ -441,6 +501,20 @@ class RedfishClient:
         if exc.code in (401, 403):
             text += " (check the BMC credentials in the stack's Pulumi secret)"
         return RedfishHttpError(text, exc.code)
+
+
+def _retry_after(value: str | None) -> float | None:
+    """Seconds a `Retry-After` asks for (delta-seconds or HTTP-date, RFC 9110 §10.2.3),
+    capped; None when absent or unreadable."""
+    if value is None:
+        return None
+    text = value.strip()
+    if text.isdigit():
+        return min(float(text), _RETRY_AFTER_MAX_S)
+    with contextlib.suppress(TypeError, ValueError, IndexError):
+        when = email.utils.parsedate_to_datetime(text)
+        return min(max(when.timestamp() - time.time(), 0.0), _RETRY_AFTER_MAX_S)
+    return None
 
 
 def _system_state(path: str, body: Mapping[str, Any], base_url: str) -> SystemState:
