@@ -204,6 +204,17 @@ def test_hgx_h200_vm_capture_gives_one_nic_beside_each_gpu(tmp_path: Path) -> No
     assert [a.rdma_device for a in result.compute] == [f"mlx5_{i}" for i in range(8)]
 
 
+def test_without_pcie_switches_pci_order_decides(tmp_path: Path) -> None:
+    # A profile with pcie.switches 0: NICs on CPU root ports; rails are the model's ports in
+    # PCI order, and a shared switch is neither needed nor looked for.
+    hw = discovered(tmp_path, DGX_FILE.read_text())
+    expected = dgx_expectation(compute={"beside_gpu": False, "count": 4}, storage={"count": 2})
+    result = assign(hw, expected)
+    assert result.problems == ()
+    assert [a.rdma_device for a in result.compute] == ["mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3"]
+    assert [a.rdma_device for a in result.storage] == ["mlx5_4", "mlx5_5"]
+
+
 def test_a_capture_of_a_tree_replays_to_the_same_map(tmp_path: Path) -> None:
     live = tmp_path / "live"
     materialise(DGX_FILE.read_text(), str(live))

@@ -136,6 +136,7 @@ def test_the_node_expectation_carries_the_vendor_map_and_the_pci_names() -> None
         loaded.spec.profiles["node"], loaded.catalog, "infiniband", "profiles.node.nics"
     )
     assert expected["compute"] == {
+        "beside_gpu": True,  # the profile has PCIe switches
         "model": "ConnectX-7",
         "count": 8,
         "speed_gbps": 400,

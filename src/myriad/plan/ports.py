@@ -116,6 +116,9 @@ def hardware_expectation(
         if group is None or not catalog.nics[group.model].rdma:
             continue
         expected[purpose] = {
+            # Compute NICs share a switch with GPUs where the profile has PCIe switches;
+            # without them every device hangs off a CPU root port and PCI order decides.
+            **({"beside_gpu": profile.pcie.switches > 0} if purpose == "compute" else {}),
             "model": group.model,
             "count": _port_count(group, catalog),
             "speed_gbps": catalog.nics[group.model].speed_gbps,

@@ -16,7 +16,7 @@ from myriad.plan.fabric import leaf_placement
 from myriad.plan.machines import StackStorage
 from myriad.plan.model import Plan
 from myriad.plan.nodes import NodeRecord
-from myriad.plan.ports import ports, ports_to_name
+from myriad.plan.ports import hardware_expectation, ports, ports_to_name
 from myriad.spec.catalog_models import Catalog
 from myriad.spec.models import Cluster, Pool
 
@@ -385,7 +385,11 @@ def pool_vars(spec: Cluster, catalog: Catalog, pool: Pool) -> dict[str, Any]:
     if compute and fabric == "roce":
         variables["roce_nics"] = [{"netdev": p.interface, "device": p.device} for p in compute]
     if spec.provider.kind == "baremetal":
-        # Servers: nothing but the netnames role gives the ports the names made up above.
+        # Servers: what discovery on the node must find before firmware or names change.
+        expected = hardware_expectation(profile, catalog, fabric, f"profiles.{pool.profile}.nics")
+        if "compute" in expected or "storage" in expected:
+            variables["rdma_hardware_expectation"] = expected
+        # Nothing but the netnames role gives the ports the names made up above.
         named = ports_to_name(profile, catalog, fabric)
         if named:
             variables["netnames_ports"] = [{"name": p.interface, "device": p.device} for p in named]

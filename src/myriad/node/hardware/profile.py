@@ -115,8 +115,14 @@ def assign(hw: HardwareMap, expected: Mapping[str, Any]) -> Assignment:
     want = expected.get("compute")
     if want:
         model, count = want.get("model"), int(want.get("count", 0))
+        if not want.get("beside_gpu", True):
+            # No PCIe switches in the profile: the compute ports are the model's first ones
+            # in PCI order, and the model's others are left for storage.
+            compute = [p for p in physical if p.model == model][:count]
+            physical = [p for p in physical if p not in compute]
         beside_gpu = sorted(
-            (p for p in physical if p.gpus), key=lambda p: (_gpu_rank(hw, p), p.bdf, p.port)
+            (p for p in physical if p.gpus and want.get("beside_gpu", True)),
+            key=lambda p: (_gpu_rank(hw, p), p.bdf, p.port),
         )
         for port in beside_gpu:
             if port.model != model and not (port.virtual_function and port.model is None):
@@ -128,12 +134,14 @@ def assign(hw: HardwareMap, expected: Mapping[str, Any]) -> Assignment:
             else:
                 compute.append(port)
         if len(compute) != count:
+            beside = bool(want.get("beside_gpu", True))
             covered = {g for p in compute for g in p.gpus}
-            lonely = [g.bdf for g in hw.gpus if g.bdf not in covered]
+            lonely = [g.bdf for g in hw.gpus if g.bdf not in covered] if beside else []
             lacking = f"; GPUs with no {model} beside them: {', '.join(lonely)}" if lonely else ""
+            sharing = " sharing a PCIe switch with a GPU" if beside else ""
             problems.append(
                 f"{where}.compute: the profile has {count} compute ports ({model}), the node "
-                f"has {len(compute)} sharing a PCIe switch with a GPU{lacking}. Fix: seat or "
+                f"has {len(compute)}{sharing}{lacking}. Fix: seat or "
                 f"replace the card in the slot beside each such GPU (lspci -s <slot>), or "
                 f"correct {where}.compute.count"
             )
@@ -142,10 +150,12 @@ def assign(hw: HardwareMap, expected: Mapping[str, Any]) -> Assignment:
         problems += _devices_problems("compute", compute, want.get("devices") or (), hw, where)
 
     storage: list[Port] = []
+    compute_beside = bool((expected.get("compute") or {}).get("beside_gpu", True))
     want = expected.get("storage")
     if want:
         model, count = want.get("model"), int(want.get("count", 0))
-        storage = [p for p in physical if not p.gpus and p.model == model]
+        storage = [p for p in physical if p not in compute and not (p.gpus and compute_beside)]
+        storage = [p for p in storage if p.model == model]
         if len(storage) < count:
             problems.append(
                 f"{where}.storage: the profile has {count} storage ports ({model}), the node "
@@ -160,7 +170,7 @@ def assign(hw: HardwareMap, expected: Mapping[str, Any]) -> Assignment:
 
     return Assignment(
         compute=tuple(
-            Assigned("compute", i, p.rdma_device, p.port, p.bdf, p.netdev, p.gpus[0])
+            Assigned("compute", i, p.rdma_device, p.port, p.bdf, p.netdev, (p.gpus or (None,))[0])
             for i, p in enumerate(compute)
         ),
         storage=tuple(

@@ -1,0 +1,121 @@
+"""The rdma role's hardware step, run by Ansible on this machine against a built DGX H100 tree.
+
+The role copies myriad.node.hardware to the node, checks the node against the profile's
+expectation (as `myriad render` writes it), records the map and writes the udev rule that
+pins RDMA names. Here "the node" is this machine with every path under a temporary folder
+and `rdma_sysfs` at the DGX H100 tree of tests/samples/sysfs-tree (NVIDIA's Table 6); what a
+real node adds is its own /sys and udev applying the rule at boot (README, "Hardware").
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from myriad.node.hardware.tree import materialise
+from myriad.plan.ports import hardware_expectation
+
+from spec_builder import cluster, gpu_profile
+
+ROOT = Path(__file__).resolve().parents[2]
+TREE = ROOT / "tests/samples/sysfs-tree/dgx-h100_table6_constructed.tree"
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(os.geteuid() != 0, reason="the role writes root-owned files (needs root)"),
+]
+
+
+def expectation(**compute: Any) -> dict[str, Any]:
+    profile = gpu_profile(server="DGX-H100")
+    profile["nics"]["storage"] = {"model": "ConnectX-7", "count": 2}
+    profile["nics"]["compute"].update(compute)
+    loaded = cluster(profile=profile)
+    return hardware_expectation(
+        loaded.spec.profiles["node"], loaded.catalog, "infiniband", "profiles.node.nics"
+    )
+
+
+def run_role(tmp_path: Path, expected: dict[str, Any]) -> subprocess.CompletedProcess[str]:
+    sysfs = tmp_path / "sys"
+    if not sysfs.exists():
+        materialise(TREE.read_text(), str(sysfs))
+    variables = {
+        "rdma_hardware_expectation": expected,
+        "rdma_hardware_source_dir": str(ROOT / "src/myriad"),
+        "rdma_hardware_lib_dir": str(tmp_path / "lib"),
+        "rdma_hardware_record_path": str(tmp_path / "etc/myriad/hardware.json"),
+        "rdma_udev_rules_dir": str(tmp_path / "etc/udev/rules.d"),
+        "rdma_sysfs": str(sysfs),
+        "ansible_python_interpreter": sys.executable,
+    }
+    playbook = tmp_path / "play.yml"
+    playbook.write_text(
+        yaml.safe_dump(
+            [
+                {
+                    "hosts": "localhost",
+                    "gather_facts": False,
+                    "tasks": [
+                        {
+                            "name": "Run the hardware step",
+                            "ansible.builtin.include_role": {
+                                "name": "rdma",
+                                "tasks_from": "hardware",
+                            },
+                        }
+                    ],
+                }
+            ]
+        )
+    )
+    (tmp_path / "vars.json").write_text(json.dumps(variables))
+    env = {**os.environ, "ANSIBLE_ROLES_PATH": str(ROOT / "roles"), "ANSIBLE_NOCOLOR": "1"}
+    return subprocess.run(
+        [
+            str(Path(sys.executable).with_name("ansible-playbook")),
+            "-i",
+            "localhost,",
+            "-c",
+            "local",
+            "-e",
+            f"@{tmp_path / 'vars.json'}",
+            str(playbook),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        env=env,
+        cwd=tmp_path,
+    )
+
+
+def test_the_role_records_table_6_and_pins_the_names(tmp_path: Path) -> None:
+    result = run_role(tmp_path, expectation())
+    assert result.returncode == 0, result.stdout[-3000:]
+    record = json.loads((tmp_path / "etc/myriad/hardware.json").read_text())
+    assert [a["rdma_device"] for a in record["assignment"]["compute"]] == [
+        "mlx5_0", "mlx5_3", "mlx5_4", "mlx5_5", "mlx5_6", "mlx5_9", "mlx5_10", "mlx5_11"
+    ]  # fmt: skip
+    rules = (tmp_path / "etc/udev/rules.d/60-rdma-persistent-naming.rules").read_text()
+    assert 'KERNELS=="0000:c0:00.0", PROGRAM="rdma_rename %k NAME_FIXED mlx5_9"' in rules
+    # A second run changes nothing.
+    again = run_role(tmp_path, expectation())
+    assert again.returncode == 0 and "changed=0" in again.stdout, again.stdout[-3000:]
+
+
+def test_the_old_mapping_stops_the_role_before_anything_is_written(tmp_path: Path) -> None:
+    result = run_role(tmp_path, expectation(devices=[f"mlx5_{i}" for i in range(8)]))
+    assert result.returncode != 0
+    assert "profiles.node.nics.compute.devices[1] names mlx5_1" in result.stdout
+    assert "which shares no PCIe switch with a GPU" in result.stdout
+    assert not (tmp_path / "etc/myriad/hardware.json").exists()
+    assert not (tmp_path / "etc/udev/rules.d/60-rdma-persistent-naming.rules").exists()
