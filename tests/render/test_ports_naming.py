@@ -147,3 +147,13 @@ def test_the_node_expectation_carries_the_vendor_map_and_the_pci_names() -> None
     assert expected["models"]["15b3:1021"] == "ConnectX-7"
     assert expected["models"]["10de:2330"] == "H100-SXM5-80GB"
     assert (expected["where"], expected["gpus"]) == ("profiles.node.nics", 8)
+
+
+def test_an_oem_node_is_checked_against_the_names_the_roles_will_use() -> None:
+    # No vendor table for HGX-H100-8GPU: the inventory uses the kernel's enumeration, and the
+    # node must show those devices beside its GPUs before the firmware step touches them.
+    loaded = cluster(profile=gpu_profile(server="HGX-H100-8GPU"))
+    expected = hardware_expectation(
+        loaded.spec.profiles["node"], loaded.catalog, "infiniband", "profiles.node.nics"
+    )
+    assert expected["compute"]["devices"] == [f"mlx5_{i}" for i in range(8)]

@@ -105,8 +105,8 @@ def hardware_expectation(
     """What discovery on a node of this profile must find (`myriad.node.hardware.profile`).
 
     `where` is the profile's place in the spec (`profiles.dgx.nics`), so a node's refusal
-    names the field to fix. `devices` is only what the spec or the vendor's table says; an
-    empty list lets the node's own map decide.
+    names the field to fix. `devices` are the RDMA devices the inventory gives the roles for
+    each port, in rail order.
     """
     expected: dict[str, Any] = {"where": where}
     if profile.gpu is not None:
@@ -122,7 +122,10 @@ def hardware_expectation(
             "model": group.model,
             "count": _port_count(group, catalog),
             "speed_gbps": catalog.nics[group.model].speed_gbps,
-            "devices": list(group.devices or vendor_devices(profile, catalog, purpose)),
+            # The names every role will use (the spec's, the vendor's, else the kernel's
+            # enumeration): the node refuses when its hardware puts them elsewhere, before
+            # mstconfig touches a port that is not the one the inventory means.
+            "devices": [p.device for p in ports(profile, catalog, purpose, fabric)],
         }
     expected["models"] = {
         pci_id: name
