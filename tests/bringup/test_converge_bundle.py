@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from myriad.bringup.images import image_variables
+from myriad.node import artefact
 from myriad.provision import converge_bundle
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -36,17 +37,33 @@ def test_the_bundle_holds_ansible_its_metadata_the_project_and_the_converge_unit
     with tarfile.open(fileobj=buffer) as archive:
         names = set(archive.getnames())
         program = archive.getmember("usr/local/sbin/myriad-converge")
+        wrapper = archive.extractfile(program)
+        shipped = archive.extractfile("opt/myriad/myriad-node.pyz")
+        assert wrapper is not None and shipped is not None
+        wrapper_text, shipped_bytes = wrapper.read().decode(), shipped.read()
     assert {
         "opt/myriad/lib/ansible/cli/playbook.py",
         "opt/myriad/playbooks/site.yml",
         "opt/myriad/roles/slurm/tasks/main.yml",
-        "opt/myriad/src/myriad/node/health.py",
         "etc/systemd/system/myriad-converge.service",
     } <= names
     # ansible-core asks importlib.metadata for its dependencies' versions when it starts.
     assert any(n.startswith("opt/myriad/lib/jinja2-") and ".dist-info/" in n for n in names)
     assert not any("__pycache__" in n or "/molecule/" in n for n in names)
     assert program.mode == 0o755
+    # The node's code is the one artefact the health role and the facts playbook ship too,
+    # and myriad-converge runs from it; no source tree comes along.
+    assert shipped_bytes == artefact.build()
+    assert not any(n.startswith("opt/myriad/src/") for n in names)
+    assert "/opt/myriad/myriad-node.pyz converge" in wrapper_text
+
+
+def test_a_change_to_the_node_package_changes_the_bundle_digest(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    before = converge_bundle.bundle_digest()
+    monkeypatch.setattr(artefact, "build", lambda node_dir=None: b"other node code")
+    assert converge_bundle.bundle_digest() != before
 
 
 def test_a_role_change_changes_the_bundle_digest(

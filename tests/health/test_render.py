@@ -14,6 +14,7 @@ import yaml
 from health_stubs import h100_spec
 from myriad.errors import SpecError
 from myriad.health.render import documents, write_documents
+from myriad.node import artefact
 from myriad.node.checks import NodeExpectations
 from myriad.plan.pipeline import plan_loaded
 from myriad.provision.resolve import resolve_cluster
@@ -127,7 +128,14 @@ def test_bringup_writes_the_documents_where_the_role_reads_them(
     folder = prepare(with_health)
     # The role's default: {{ inventory_dir }}/../health, beside <state>/<cluster>/inventory.
     assert folder == tmp_path / "state" / "health-prep" / "health"
-    assert sorted(p.name for p in folder.iterdir()) == ["ctl01.json", "node01.json", "node02.json"]
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "ctl01.json",
+        artefact.NAME,
+        "node01.json",
+        "node02.json",
+    ]
+    # Beside them the node package the role installs (roles/health: health_node_artefact).
+    assert (folder / artefact.NAME).read_bytes() == artefact.build()
     del spec["health"]
     without = tmp_path / "without.yaml"
     without.write_text(yaml.safe_dump(spec))

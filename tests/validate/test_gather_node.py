@@ -20,9 +20,9 @@ from typing import Any
 
 import pytest
 
-from myriad.node import gather
+from myriad.node import artefact, gather
 from myriad.node.facts import decode, node_facts
-from myriad.validate.gather import collect, document_of, gather_script
+from myriad.validate.gather import collect, document_of, node_artefact
 
 SCRIPT = Path(gather.__file__)
 SH = shutil.which("sh") or "/bin/sh"
@@ -308,11 +308,15 @@ def test_events_of_other_tasks_carry_no_document() -> None:
     assert document_of({"event": "runner_on_start", "event_data": {"host": "a"}}) is None
 
 
-def test_the_play_gets_the_gatherer_from_the_package_never_from_a_checkout() -> None:
-    # The gatherer is a module of the package (every wheel has it); the play is told its
+def test_the_play_gets_the_node_package_built_from_the_package_never_from_a_checkout() -> None:
+    # The gatherer is a module of the node package, built from the installed package for the
+    # run (every wheel has it): the same file the health role installs. The play is told its
     # path and refuses to run without it, rather than looking into src/.
-    with gather_script() as path:
-        assert path.read_bytes() == SCRIPT.read_bytes()
+    with node_artefact() as path:
+        assert path.name == artefact.NAME
+        assert path.read_bytes() == artefact.build()
+    assert not path.exists(), "the run's copy outlives the run"
     play = (SCRIPT.parents[3] / "playbooks" / "facts.yml").read_text(encoding="utf-8")
     assert "src/" not in play
-    assert "myriad_gather_script | mandatory(" in play
+    assert "myriad_node_artefact | mandatory(" in play
+    assert "gather --controller" in play

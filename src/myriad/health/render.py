@@ -15,6 +15,7 @@ from typing import Any
 
 from myriad.errors import SpecError
 from myriad.fsutil import atomic_write_text
+from myriad.node import artefact
 from myriad.node.checks import BY_ID
 from myriad.plan.model import Plan
 from myriad.render.inventory import Inventory
@@ -104,7 +105,8 @@ def prepare(
     spec_path: Path, *, stack: str | None = None, stack_outputs: Path | None = None
 ) -> Path | None:
     """Before a bring-up: every node's document in the cluster's state folder, where the
-    health role finds them (`{{ inventory_dir }}/../health`); None without a health section."""
+    health role finds them (`{{ inventory_dir }}/../health`), and beside them the node
+    package the role installs (myriad-node.pyz); None without a health section."""
     from myriad.bringup.flow import cluster_state
     from myriad.plan.pipeline import plan_spec
     from myriad.provision.resolve import resolve_cluster
@@ -118,4 +120,5 @@ def prepare(
         return None
     folder = cluster_state(cluster.loaded.spec.metadata.name).root / FOLDER
     write_documents(docs, folder)
+    artefact.write(folder / artefact.NAME)
     return folder

@@ -27,10 +27,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from myriad.node.artefact import NAME
+
 HOME = Path("/opt/myriad")
 SEED = Path("/var/lib/myriad/seed")
 RESULT = Path("/var/lib/myriad/converge/result.json")
 IMAGE_RECORD = Path("/etc/myriad/image.json")
+# The node package in the image (provision/converge_bundle.py puts it there).
+ARTEFACT = NAME
 # What a failure message keeps: enough to read the cause, small enough to collect from
 # thousands of nodes.
 MESSAGE_CHARS = 2000
@@ -67,6 +71,8 @@ def ansible_command(home: Path, seed: Path) -> list[str]:
         sys.executable, "-m", "ansible.cli.playbook",
         "-i", str(inventory / "hosts.yml"),
         str(home / "playbooks" / "site.yml"),
+        # The health role installs the node package this program runs from: the image's.
+        "-e", f"health_node_artefact={home / ARTEFACT}",
     ]  # fmt: skip
     tables = inventory / "cluster_tables.yml"
     if tables.is_file():

@@ -1,8 +1,9 @@
 """What a baked image carries so a node can converge itself: `/opt/myriad`.
 
 The controller's own Ansible (ansible-core, the three collections the roles use, and their
-pure-Python dependencies), Myriad's playbooks and roles, the node-side Python the roles copy
-(the health runner's sources), `myriad-converge` and its systemd unit. The node runs the
+pure-Python dependencies), Myriad's playbooks and roles, the node package (myriad-node.pyz,
+the one artefact of `myriad.node` the health role installs and `myriad-converge` runs from),
+`myriad-converge` and its systemd unit. The node runs the
 same Ansible and the same roles the controller would push, so the two modes cannot drift; a
 change to any of it changes the bundle's digest, and with it the image's content hash.
 """
@@ -21,8 +22,11 @@ from typing import IO
 import ansible  # type: ignore[import-untyped]
 
 from myriad import paths
+from myriad.node import artefact
 
 HOME = "/opt/myriad"
+# The node package, where myriad.node.converge tells the health role to take it from.
+NODE_ARTEFACT = f"{HOME}/{artefact.NAME}"
 CONVERGE_PROGRAM = "/usr/local/sbin/myriad-converge"
 CONVERGE_UNIT = "/etc/systemd/system/myriad-converge.service"
 # Importable packages the node-side ansible-playbook needs, and every collection a role names
@@ -83,9 +87,6 @@ def project_members() -> Iterator[tuple[str, Path]]:
     """Myriad's side of the bundle (by its path inside HOME): what a role change changes."""
     yield from _tree(paths.project_root() / "playbooks", "playbooks")
     yield from _tree(paths.roles_dir(), "roles")
-    source = Path(__file__).resolve().parents[1]
-    # The health role packs the runner from these (roles/health: health_source_dir).
-    yield from _tree(source, "src/myriad")
 
 
 # Distributions whose metadata must come along: ansible-core reads its dependencies'
@@ -113,18 +114,24 @@ def versions() -> dict[str, str]:
 
 
 def converge_program() -> bytes:
-    return (Path(__file__).resolve().parents[1] / "node" / "converge.py").read_bytes()
+    """myriad-converge: the node package's `converge` command, standard library only."""
+    return (
+        "#!/bin/sh\n"
+        "# myriad-converge: this node converges itself from its seed (myriad.node.converge).\n"
+        f'exec /usr/bin/python3 -I -S {NODE_ARTEFACT} converge "$@"\n'
+    ).encode()
 
 
 def bundle_digest() -> str:
-    """The project's files by content, the library by version: hashing 50 MB of site-packages
-    on every `up` would cost more than it tells."""
+    """The project's files and the node package by content, the library by version: hashing
+    50 MB of site-packages on every `up` would cost more than it tells."""
     digest = hashlib.sha256()
     for arcname, path in project_members():
         digest.update(arcname.encode() + b"\0" + hashlib.sha256(path.read_bytes()).digest())
     for name, version in sorted(versions().items()):
         digest.update(f"{name}=={version}\0".encode())
     digest.update(converge_program() + UNIT.encode())
+    digest.update(hashlib.sha256(artefact.build()).digest())
     return digest.hexdigest()
 
 
@@ -154,6 +161,7 @@ def write_bundle(out: IO[bytes]) -> None:
 def write_members(archive: tarfile.TarFile) -> None:
     for arcname, path in [*project_members(), *library_members()]:
         archive.add(path, arcname=f"{HOME.lstrip('/')}/{arcname}", recursive=False)
+    _add_bytes(archive, NODE_ARTEFACT.lstrip("/"), artefact.build(), artefact.MODE)
     _add_bytes(archive, CONVERGE_PROGRAM.lstrip("/"), converge_program(), 0o755)
     _add_bytes(archive, CONVERGE_UNIT.lstrip("/"), UNIT.encode(), 0o644)
 

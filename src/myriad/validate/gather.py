@@ -9,21 +9,22 @@ message; a node the run never reported on is recorded too, never silently droppe
 
 from __future__ import annotations
 
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from myriad import paths
+from myriad.node import artefact
 from myriad.node.facts import NodeFacts, decode, node_facts, unreadable
 from myriad.runner import TUNED_WITHOUT_MITOGEN, run_playbook
 
-# The gatherer ships inside the package (a module, so every wheel and install has it); the
-# play is handed its path and never looks for it in a checkout.
-GATHER_MODULE = ("myriad.node", "gather.py")
+# The gatherer ships inside the node package, which is built from the installed package for
+# each run (so every wheel and install has it); the play is handed its path and never looks
+# for it in a checkout.
 GATHER_TASK = "Run the fact gatherer on the node"
 DEFAULT_PROBE_TIMEOUT_S = 20
 # Ansible's connection errors run to several hundred characters on one line; a report
@@ -107,11 +108,11 @@ class _Collector:
 
 
 @contextmanager
-def gather_script() -> Iterator[Path]:
-    """The gatherer as a file Ansible can copy to the nodes, wherever the package is."""
-    package, name = GATHER_MODULE
-    with resources.as_file(resources.files(package).joinpath(name)) as path:
-        yield path
+def node_artefact() -> Iterator[Path]:
+    """The node package (myriad-node.pyz) as a file Ansible can copy to the nodes, made from
+    the installed package for this run: the same file the health role installs."""
+    with tempfile.TemporaryDirectory(prefix="myriad-gather-") as folder:
+        yield artefact.write(Path(folder) / artefact.NAME)
 
 
 def gather(
@@ -134,7 +135,7 @@ def gather(
             on_event(event)
 
     start = time.monotonic()
-    with gather_script() as script:
+    with node_artefact() as program:
         outcome = run_playbook(
             paths.playbook("facts.yml"),
             inventory_dir / "hosts.yml",
@@ -142,7 +143,7 @@ def gather(
             hosts=len(hosts),
             limit=limit,
             extravars={
-                "myriad_gather_script": str(script),
+                "myriad_node_artefact": str(program),
                 "myriad_probe_timeout": probe_timeout_s,
                 # The Slurm controller runs one bounded job across these (empty: none).
                 "myriad_validate_job_nodes": list(job_nodes),
