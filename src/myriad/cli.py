@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 from rich.console import Console
 
@@ -283,6 +284,45 @@ def _cmd_catalog_show(args: argparse.Namespace, out: Console, err: Console) -> i
         sys.stdout.write(json.dumps(document, indent=2) + "\n")
     else:
         view.print_entry(out, args.name, kind, entry)
+    return EXIT_OK
+
+
+def _cmd_init(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from myriad.plan.pipeline import plan_loaded
+    from myriad.spec.loader import load_spec_text, shipped_catalog
+    from myriad.spec.scaffold import Choices, ask_missing, default_name, gpu_models, scaffold
+
+    target: Path = args.file
+    if target.exists():
+        raise BadArguments(f"{target} exists: name a new file (init never overwrites one)")
+    _output_folder("init", target.parent)
+    catalog = shipped_catalog()
+    given = {
+        "name": args.name or default_name(target),
+        "gpu": args.gpu,
+        "nodes": args.nodes,
+        "fabric": args.fabric,
+        "os": args.os,
+        "orchestrator": args.scheduler,
+    }
+    if sys.stdin.isatty() and not args.yes:
+        given = ask_missing(given, gpu_models(catalog), input)
+    choices = Choices(**{key: value for key, value in given.items() if value is not None})
+    text = scaffold(choices, catalog)
+    result = plan_loaded(load_spec_text(text, str(target)))
+    errors = [f for f in result.findings if f.severity == "error"]
+    if errors:
+        # Never write a first spec that does not plan: say what the choices ran into.
+        lines = [f"{f.id}: {f.message}; {f.suggestion}" for f in errors]
+        raise BadArguments("these choices do not plan, nothing written:\n  " + "\n  ".join(lines))
+    atomic_write_text(target, text)
+    plan = result.plan
+    gpus = plan.gpus if plan is not None else 0
+    # Plain write: rich would fold a long path at 80 columns when piped.
+    sys.stdout.write(
+        f"wrote {target}: {choices.nodes} GPU nodes, {gpus:,} GPUs, {choices.fabric}, "
+        f"{choices.os}, {choices.orchestrator}; next: myriad plan {target}\n"
+    )
     return EXIT_OK
 
 
@@ -688,6 +728,19 @@ def build_parser() -> argparse.ArgumentParser:
     schema = commands.add_parser("schema", help="print the JSON Schema of cluster.yaml")
     schema.set_defaults(handler=_cmd_schema)
 
+    init = commands.add_parser(
+        "init", help="write a first spec from a few choices (asked on a terminal); it plans clean"
+    )
+    init.add_argument("file", type=Path, help="the cluster.yaml to write (never overwritten)")
+    init.add_argument("--name", help="the cluster's name (default: the file's folder)")
+    init.add_argument("--gpu", help="a GPU model of the catalog (default H100-SXM5-80GB)")
+    init.add_argument("--nodes", type=int, help="GPU nodes (default 4)")
+    init.add_argument("--fabric", help="infiniband (default) or roce")
+    init.add_argument("--os", help="ubuntu-24.04 (default), ubuntu-22.04 or debian-12")
+    init.add_argument("--scheduler", help="slurm (default) or kubernetes")
+    init.add_argument("--yes", action="store_true", help="ask nothing: defaults for the rest")
+    init.set_defaults(handler=_cmd_init)
+
     catalog = commands.add_parser(
         "catalog", help="the hardware Myriad knows: GPUs, NICs, switches, servers, drivers"
     )
@@ -753,10 +806,20 @@ def _json_error(args: argparse.Namespace, exc: MyriadError) -> None:
     sys.stdout.write(json.dumps({"format": JSON_FORMAT, "error": error}, indent=2) + "\n")
 
 
+# Off a terminal rich would fold text and cut table cells at 80 columns ("A800-SX…"): a pipe
+# or a file gets every value whole instead. COLUMNS, when set, still wins.
+PIPED_WIDTH = 1000
+
+
+def _piped_width(stream: TextIO) -> int | None:
+    if "COLUMNS" in os.environ or stream.isatty():
+        return None
+    return PIPED_WIDTH
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    out = Console()
-    err = Console(stderr=True)
+    out, err = Console(width=_piped_width(sys.stdout)), Console(stderr=True)
     handler: Handler = args.handler
     try:
         return handler(args, out, err)
