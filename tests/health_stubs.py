@@ -115,6 +115,8 @@ def h100_spec(name: str, management: str, health: dict[str, Any] | None = None) 
             "nvidia_driver": "535",
             "container_runtime": "docker",
             "orchestrator": "slurm",
+            # A test cluster of stubbed GPUs runs no container jobs (plan: slurm-no-containers).
+            "slurm": {"no_containers": True},
         },
         "health": health if health is not None else {},
     }

@@ -24,7 +24,7 @@ from rich.table import Table
 
 from myriad import paths
 from myriad.bringup.flow import ClusterState, cluster_state, planned
-from myriad.bringup.image_records import read_manifest, read_manifests
+from myriad.bringup.image_records import read_manifest
 from myriad.bringup.lock import hold_cluster_lock
 from myriad.bringup.reporting import Reporter
 from myriad.errors import BadArguments, FlowError, RunInterrupted
@@ -56,10 +56,6 @@ def images_dir(state: ClusterState) -> Path:
 
 def current_manifest(state: ClusterState, profile: str) -> ImageManifest | None:
     return read_manifest(images_dir(state), profile)
-
-
-def current_manifests(state: ClusterState, profiles: Sequence[str]) -> dict[str, ImageManifest]:
-    return read_manifests(images_dir(state), profiles)
 
 
 _VARIABLE = re.compile(r"\b([a-z][a-z0-9]*_[a-z0-9_]+)\b")

@@ -18,7 +18,6 @@ import binascii
 import io
 import json
 import os
-import shlex
 import subprocess
 import tarfile
 import time
@@ -85,17 +84,6 @@ Transport = Callable[[str, str, bytes, float], tuple[int, str, str]]
 def docker_transport(containers: Mapping[str, str]) -> Transport:
     def run(node: str, script: str, stdin: bytes, timeout: float) -> tuple[int, str, str]:
         return _run(["docker", "exec", "-i", containers[node], "sh", "-c", script], stdin, timeout)
-
-    return run
-
-
-def ssh_transport(addresses: Mapping[str, str], user: str | None = None) -> Transport:
-    """Real nodes: the seed over SSH (root, or a user with passwordless sudo)."""
-
-    def run(node: str, script: str, stdin: bytes, timeout: float) -> tuple[int, str, str]:
-        target = f"{user}@{addresses[node]}" if user else addresses[node]
-        command = f"sudo -n sh -c {shlex.quote(script)}" if user else f"sh -c {shlex.quote(script)}"
-        return _run(["ssh", "-o", "BatchMode=yes", target, command], stdin, timeout)
 
     return run
 
@@ -298,12 +286,6 @@ def fold(results: Sequence[NodeResult], run_dir: Path, seconds: float) -> RunRes
         changed_hosts=tuple(sorted(changed)),
         seconds=seconds,
     )
-
-
-def node_cpu_seconds(results_file: Path) -> dict[str, float]:
-    """Each node's CPU seconds for its own converge, from a run's results.json."""
-    data = json.loads(results_file.read_text())
-    return {node: float(r.get("cpu_seconds") or 0.0) for node, r in data.items()}
 
 
 def require_results(outcome: RunResult) -> None:

@@ -246,9 +246,6 @@ class Slurm:
     def cancel(self, job_ids: Sequence[str]) -> None:
         self.run("scancel", *job_ids)
 
-    def reconfigure(self) -> None:
-        self.run("scontrol", "reconfigure")
-
 
 def check_names(names: Sequence[str], known: Sequence[str], cluster: str) -> None:
     """Every name must be a compute node of the cluster: exit 2 naming the first stranger."""

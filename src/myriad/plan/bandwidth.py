@@ -28,10 +28,6 @@ CATALOG_BUSBW_GPUS = 8
 BITS_PER_BYTE = 8
 
 
-def pcie_x16_gbs(gen: int) -> float:
-    return PCIE_X16_GBS[gen]
-
-
 def pcie_slot_gbs(gen: int, lanes: int) -> float:
     """One-direction GB/s of a PCIe link of `lanes` lanes at generation `gen`."""
     return PCIE_X16_GBS[gen] * lanes / PCIE_X16_LANES

@@ -15,7 +15,7 @@ import json
 import logging
 import subprocess
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Literal
@@ -316,21 +316,3 @@ def remove(spec: Cluster) -> list[str]:
         docker("network", "rm", name)
         removed.append(name)
     return removed
-
-
-def exec_in(container: str, command: Sequence[str], timeout: float = 60.0) -> str:
-    return docker("exec", container, *command, timeout=timeout)
-
-
-def inspect_addresses(spec: Cluster) -> dict[str, str]:
-    """Container → address on the cluster network, as Docker reports it."""
-    states = container_states(spec)
-    if not states:
-        return {}
-    out = docker("inspect", *states)
-    addresses = {}
-    for item in json.loads(out):
-        networks = item.get("NetworkSettings", {}).get("Networks", {})
-        entry = networks.get(network_name(spec), {})
-        addresses[item["Name"].lstrip("/")] = entry.get("IPAddress", "")
-    return addresses

@@ -57,14 +57,10 @@ class ResolvedCluster:
         return self.result.loaded.catalog
 
 
-def read_machines(stack: str | None, stack_outputs: Path | None) -> list[StackNode]:
-    """The machines of a Pulumi stack (run in the project folder), of a saved copy of its
-    outputs, or none: then every address is planned from the spec (the local cluster)."""
-    return read_outputs(stack, stack_outputs).nodes
-
-
 def read_outputs(stack: str | None, stack_outputs: Path | None) -> StackOutputs:
-    """`read_machines`, with the file system the stack made (its `storage` output), if any."""
+    """The machines of a Pulumi stack (run in the project folder), of a saved copy of its
+    outputs, or none (then every address is planned from the spec: the local cluster); with
+    the file system the stack made (its `storage` output), if any."""
     if stack is not None:
         return read_stack_outputs(stack, cwd=paths.project_root())
     if stack_outputs is not None:

@@ -45,7 +45,7 @@ def check_fabric(
     if loaded.spec.network.fabric != "infiniband":
         raise ValidateError(
             f"network.fabric is {loaded.spec.network.fabric}: ibnetdiscover describes "
-            "InfiniBand subnets only (Ethernet fabrics are compared by LLDP)"
+            "InfiniBand subnets only (an Ethernet fabric as built is not compared yet)"
         )
     if speed_cap is not None and speed_cap not in SPEEDS:
         raise FabricInputError(f"--speed-cap {speed_cap}: one of {', '.join(SPEEDS)}")
