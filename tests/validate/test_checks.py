@@ -588,7 +588,7 @@ def test_bond_from_a_real_capture_reports_the_down_member(
 def test_storage_mount(roce: Cluster) -> None:
     mounted = {
         "filesystems": [
-            {"target": "/ckpt", "source": "10.16.0.10:/srv/ckpt", "fstype": "nfs4", "options": "rw"}
+            {"target": "/ckpt", "source": "10.16.0.2:/srv/ckpt", "fstype": "nfs4", "options": "rw"}
         ]
     }
     elsewhere = {

@@ -190,7 +190,7 @@ def test_a_roce_gpu_node_expects_its_hardware_and_fabric_settings() -> None:
         "path": "/ckpt",
         "kind": "nfs",
         "fstypes": ["nfs", "nfs4"],
-        "source": "10.16.0.10:/srv/ckpt",
+        "source": "10.16.0.2:/srv/ckpt",
     }
     assert exps["runtime.nvidia"].expected == {"engine": "docker", "default": True}
     assert exps["slurm.gres"].expected == [{"name": "gpu", "type": "a800", "count": 8}]

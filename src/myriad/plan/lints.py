@@ -378,6 +378,36 @@ def addressing(loaded: LoadedSpec, plan: Plan) -> Iterator[Finding]:
             )
 
 
+def storage_server_address(loaded: LoadedSpec, plan: Plan) -> Iterator[Finding]:
+    """The storage server must not sit on an address Myriad plans for a node's port."""
+    spec = loaded.spec
+    server = (spec.storage.server or "").split("@", 1)[0]  # Lustre NIDs: 10.32.0.2@tcp
+    try:
+        address = ipaddress.ip_address(server)
+    except ValueError:
+        return  # a host name: resolved at the site, nothing to compare here
+    for network_name in ("storage", "management"):
+        cidr = getattr(spec.network.addressing, network_name)
+        if cidr is None or address not in (network := ipaddress.ip_network(cidr)):
+            continue
+        index = int(address) - int(network.network_address) - FIRST_HOST_OFFSET
+        if not 0 <= index < plan.nodes:
+            continue
+        node = next(n for i, n in enumerate(iter_nodes(spec)) if i == index)
+        free = network.network_address + 2
+        yield Finding(
+            id="storage-server-address",
+            severity="error",
+            message=f"storage.server {address} is {node.name}'s {network_name} address: node "
+            f"addresses start at the {FIRST_HOST_OFFSET}th of {cidr}, one per node in spec "
+            "order, so the node and the server would answer for the same address",
+            suggestion=f"give the server an address below the nodes' range (for example "
+            f"{free}), or one outside {cidr}",
+            path=("storage", "server"),
+            numbers={"node_index": index},
+        )
+
+
 def rail_addressing(loaded: LoadedSpec, plan: Plan) -> Iterator[Finding]:
     """RoCEv2 needs an IPv4 address on every rail: its RDMA device gets a RoCEv2 GID from it."""
     spec = loaded.spec
@@ -744,6 +774,7 @@ LINTS: tuple[Lint, ...] = (
     fabric_shape,
     fabric_fit,
     addressing,
+    storage_server_address,
     rail_addressing,
     storage_for_checkpoints,
     software_fit,
