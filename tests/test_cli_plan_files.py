@@ -60,3 +60,18 @@ def test_cabling_onto_a_folder_is_refused(
 ) -> None:
     assert main(["plan", str(STARTER), "--cabling", str(tmp_path)]) == 2
     assert f"--cabling {tmp_path}: is a folder; name a file" in capsys.readouterr().err
+
+
+def test_without_a_workload_no_training_time_is_invented(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = tmp_path / "cluster.yaml"
+    text = STARTER.read_text()
+    assert "\nworkload:" in text
+    spec.write_text(text[: text.index("\nworkload:") + 1])
+    assert main(["plan", str(spec)]) == 0
+    out = capsys.readouterr().out
+    assert "add a workload: section" in out
+    assert "days at" not in out
+    assert main(["plan", str(STARTER)]) == 0
+    assert "train 7B params on 2000B tokens" in capsys.readouterr().out

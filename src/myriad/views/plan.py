@@ -185,19 +185,22 @@ def compute_table(plan: Plan) -> Table:
     compute = plan.compute
     fp8 = "-" if compute.peak_fp8_pflops is None else f"{_num(compute.peak_fp8_pflops)} PFLOP/s"
     days = "-" if compute.training_days is None else f"{_num(compute.training_days)} days"
-    return _kv_table(
-        "Compute",
-        [
-            ("peak dense BF16", f"{_num(compute.peak_bf16_pflops)} PFLOP/s"),
-            ("peak dense FP8", fp8),
+    rows = [
+        ("peak dense BF16", f"{_num(compute.peak_bf16_pflops)} PFLOP/s"),
+        ("peak dense FP8", fp8),
+    ]
+    if compute.workload_from_spec:
+        rows.append(
             (
-                f"train {compute.params_billion:g}B params on {compute.tokens_billion:g}B tokens"
-                + ("" if compute.workload_from_spec else " (default: no workload: section)"),
+                f"train {compute.params_billion:g}B params on {compute.tokens_billion:g}B tokens",
                 f"{days} at {compute.mfu:.0%} MFU ({compute.precision}) on "
                 f"{compute.gpus:,} compute GPUs",
-            ),
-        ],
-    )
+            )
+        )
+    else:
+        # A training time for a model nobody named would read as a promise.
+        rows.append(("training time", "add a workload: section (params_billion, tokens_billion)"))
+    return _kv_table("Compute", rows)
 
 
 def checkpoint_table(plan: Plan) -> Table | None:
