@@ -1,5 +1,5 @@
 """The project's own Python linters are clean: ruff (lint, format), mypy --strict (src, stacks),
-and mypy again over what runs on the nodes under their Python, 3.10."""
+mypy again over what runs on the nodes under their Python, 3.10, and vulture (dead code)."""
 
 from __future__ import annotations
 
@@ -60,3 +60,42 @@ def test_the_node_mypy_run_refuses_what_3_10_lacks(tmp_path: Path) -> None:
     )
     assert done.returncode == 1, done.stdout
     assert 'Module "datetime" has no attribute "UTC"' in done.stdout
+
+
+# Vulture's findings that are judged: code nothing calls. Unused variables and attributes are
+# not: here they are data (dataclass, NamedTuple and pydantic fields read by serialisation,
+# the check declarations the registry collects by type), which only a reader of the data uses.
+DEAD_KINDS = ("function", "method", "class", "property", "import")
+
+
+def dead_code(output: str) -> list[str]:
+    return [
+        line
+        for line in output.splitlines()
+        if any(f": unused {kind} " in line for kind in DEAD_KINDS) or "unreachable code" in line
+    ]
+
+
+def test_nothing_is_dead_code() -> None:
+    """vulture over src, stacks, tests and benchmarks ([tool.vulture] in pyproject.toml)."""
+    result = _run("vulture")
+    assert result.returncode in (0, 3), result.stderr  # 3: vulture found something
+    found = dead_code(result.stdout)
+    assert not found, "delete it, or use it:\n" + "\n".join(found)
+
+
+def test_the_dead_code_check_finds_an_uncalled_function(tmp_path: Path) -> None:
+    (tmp_path / "module.py").write_text(
+        "def used() -> int:\n    return 1\n\n\ndef forgotten() -> int:\n    return 2\n\n\n"
+        "VALUE = used()\n",
+        encoding="utf-8",
+    )
+    result = subprocess.run(
+        [str(VENV_BIN / "vulture"), "--min-confidence", "60", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    found = dead_code(result.stdout)
+    assert len(found) == 1 and "unused function 'forgotten'" in found[0], result.stdout
