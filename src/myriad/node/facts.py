@@ -246,6 +246,9 @@ class NodeFacts:
     health_state: Fact[Mapping[str, Any]] = NOT_GATHERED
     # /etc/myriad/image.json: the baked image the node was started from (image mode).
     image_record: Fact[Mapping[str, Any]] = NOT_GATHERED
+    # The hardware map recorded at bring-up, and the one discovered now (myriad.node.hardware).
+    hardware_record: Fact[Mapping[str, Any]] = NOT_GATHERED
+    hardware_map: Fact[Mapping[str, Any]] = NOT_GATHERED
     seconds: float | None = None
     # Each RDMA device's first port (the one the spec's NICs use), read once for the
     # several HCA checks.
@@ -657,6 +660,12 @@ def node_facts(host: str, document: object) -> NodeFacts:
         ),
         image_record=read_probe(
             probes, "image_record", "/etc/myriad/image.json", _json_of("the image record")
+        ),
+        hardware_record=read_probe(
+            probes, "hardware_record", "/etc/myriad/hardware.json", _json_of("the hardware map")
+        ),
+        hardware_map=read_probe(
+            probes, "hardware_map", "hardware discovery", _json_of("the hardware map")
         ),
         seconds=float(seconds) if isinstance(seconds, (int, float)) else None,
     )

@@ -84,6 +84,7 @@ IB_ERROR_COUNTERS = (
     "VL15_dropped",
 )
 HEALTH_STATE = "/var/lib/myriad-health/state.json"
+HARDWARE_RECORD = "/etc/myriad/hardware.json"
 KUBECONFIGS = ("/etc/kubernetes/admin.conf", "/root/.kube/config")
 
 
@@ -354,6 +355,14 @@ def pci_links(root: str) -> Record:
     return _record(0, json.dumps(functions, sort_keys=True))
 
 
+def hardware_map(root: str) -> Record:
+    """The node's hardware map discovered now (myriad.node.hardware), as JSON text."""
+    from myriad.node.hardware.discover import discover
+    from myriad.node.hardware.sysfs import Sysfs
+
+    return _record(0, stdout=json.dumps(discover(Sysfs(at(root, "/sys"))).to_json()))
+
+
 def proc_bonding(root: str) -> Record:
     top = at(root, "/proc/net/bonding")
     if not os.path.isdir(top):
@@ -424,6 +433,9 @@ def probes(args: argparse.Namespace) -> dict[str, Callable[[], Record]]:
         "timedatectl": lambda: run(["timedatectl", "show"], t),
         "chrony_tracking": lambda: run(["chronyc", "-n", "tracking"], t),
         "slurm_files": lambda: file_digests(root, list(SLURM_FILES)),
+        # The hardware map the rdma role recorded, and the map as discovery finds it now.
+        "hardware_record": lambda: read_file(at(root, HARDWARE_RECORD)),
+        "hardware_map": lambda: hardware_map(root),
         # The node health runner's last state (myriad-health), for `myriad health`.
         "health_state": lambda: read_file(at(root, HEALTH_STATE)),
     }
