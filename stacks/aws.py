@@ -864,14 +864,6 @@ class AwsClusterArgs:
         check_overrides(spec)
         pools = {pool.name: pool for pool in spec.pools}
         types = {name: instance_type(spec, pools[name].profile) for name in _pool_names(scope)}
-        if spec.network.fabric == "efa":
-            for name, kind in types.items():
-                if pools[name].role == "compute" and kind.efa_interfaces == 0:
-                    raise StackError(
-                        f"network.fabric is efa, but pool {name} runs on {kind.name}, which has "
-                        f"no EFA interfaces Myriad knows of; pick an EFA type for profile "
-                        f"{pools[name].profile} with provider.instance_types"
-                    )
         compute_types = {types[n].name for n in types if pools[n].role == "compute"}
         if spec.provider.capacity.market != "on-demand" and len(compute_types) > 1:
             raise StackError(
@@ -1055,7 +1047,7 @@ class AwsCluster(pulumi.ComponentResource):
                 region=region,
                 pool=pool,
                 nodes=nodes,
-                instance=args.types[pool_name],
+                instance=checked.types.get(pool_name, args.types[pool_name]),
                 image=image,
                 seed=seed,
                 root_volume_gib=provider.root_volume_gib,

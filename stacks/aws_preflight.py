@@ -25,7 +25,13 @@ from typing import Any, Literal, Protocol
 
 from myriad.plan.nodes import NodeRecord, iter_nodes
 from myriad.spec.models import Cluster
-from stacks.instance_types import QUOTA_NAMES, InstanceType, instance_type
+from stacks.instance_types import (
+    QUOTA_NAMES,
+    InstanceFacts,
+    InstanceType,
+    instance_type,
+    with_facts,
+)
 from stacks.interface import StackError
 from stacks.sharding import StackScope
 
@@ -87,6 +93,7 @@ class AwsLookups(Protocol):
     def vcpu_quota(self, quota_code: str) -> float | None: ...
     def reservation(self, reservation_id: str, market: Market) -> Reservation | None: ...
     def running(self, cluster: str, tags: Mapping[str, str], reservation_id: str | None) -> int: ...
+    def instance_type(self, name: str) -> InstanceFacts | None: ...
     def vcpu_usage(self, quota_code: str) -> float | None:
         """The quota's usage (vCPUs running now, every workload of the account); None: unread."""
         ...
@@ -163,6 +170,27 @@ class PulumiLookups:
             region=self.region,
         )
         return len(found.ids or [])
+
+    def instance_type(self, name: str) -> InstanceFacts | None:
+        import pulumi_aws as aws
+
+        try:
+            found = aws.ec2.get_instance_type(instance_type=name, region=self.region)
+        except Exception as exc:
+            text = str(exc).lower()
+            if "invalidinstancetype" in text or "not found" in text or "no matching" in text:
+                return None
+            raise StackError(f"cannot read instance type {name}: {exc}") from None
+        gpus = list(found.gpuses or [])
+        return InstanceFacts(
+            name=name,
+            vcpus=int(found.default_vcpus),
+            memory_gib=int(found.memory_size) // 1024,
+            efa_interfaces=int(found.efa_maximum_interfaces or 0),
+            network_cards=int(found.maximum_network_cards or 0),
+            gpu_count=sum(int(g.count) for g in gpus),
+            gpu_name=str(gpus[0].name) if gpus else None,
+        )
 
     def vcpu_usage(self, quota_code: str) -> float | None:
         # pulumi_aws has no data source for CloudWatch metric data, where the quota's usage
@@ -241,6 +269,8 @@ class Preflight:
 
     zone: Zone
     reservations: Mapping[int, Reservation] = dataclasses.field(default_factory=dict)
+    # Each pool's instance type with the instance-type API's figures (vCPUs, EFA interfaces).
+    types: Mapping[str, InstanceType] = dataclasses.field(default_factory=dict)
 
     @property
     def reservation(self) -> Reservation | None:
@@ -285,6 +315,8 @@ def preflight(
     if zone.state != "available":
         problems.append(f"zone {zone_id} ({zone.name}) is {zone.state}, not available")
 
+    types, type_problems = describe_types(spec, types, lookups)
+    problems += type_problems
     for name in sorted({t.name for t in types.values()}):
         if not lookups.offers(name, zone_id):
             problems.append(
@@ -323,7 +355,40 @@ def preflight(
         raise StackError(
             "AWS preflight failed; nothing was created:\n" + "\n".join(f"- {p}" for p in problems)
         )
-    return Preflight(zone, found)
+    return Preflight(zone, found, types)
+
+
+def describe_types(
+    spec: Cluster, types: Mapping[str, InstanceType], lookups: AwsLookups
+) -> tuple[dict[str, InstanceType], list[str]]:
+    """Each pool's type with the API's figures; a type the API does not know is a problem,
+    and so is EFA fabric on a compute type without EFA interfaces."""
+    pools = {pool.name: pool for pool in spec.pools}
+    names = sorted({t.name for t in types.values()})
+    facts = {name: lookups.instance_type(name) for name in names}
+    problems: list[str] = []
+    described: dict[str, InstanceType] = {}
+    for pool_name, kind in types.items():
+        found = facts[kind.name]
+        where = f"pool {pool_name} (profile {pools[pool_name].profile})"
+        if found is None:
+            problems.append(
+                f"{where}: {kind.name} is not an instance type in {spec.provider.region} "
+                f"(`aws ec2 describe-instance-types --instance-types {kind.name}`)"
+            )
+            described[pool_name] = kind
+            continue
+        described[pool_name], mismatch = with_facts(kind, found, where)
+        problems += mismatch
+    if spec.network.fabric == "efa":
+        for pool_name, kind in described.items():
+            if pools[pool_name].role == "compute" and facts[kind.name] and not kind.efa_interfaces:
+                problems.append(
+                    f"network.fabric is efa, but pool {pool_name} runs on {kind.name}, which has "
+                    f"no EFA interfaces (DescribeInstanceTypes); pick an EFA type for profile "
+                    f"{pools[pool_name].profile} with provider.instance_types"
+                )
+    return described, list(dict.fromkeys(problems))
 
 
 def _names(islands: Mapping[int, Sequence[NodeRecord]]) -> str:

@@ -9,7 +9,12 @@ EFA interfaces are one per network card, the count that reaches the type's full 
 - p5en.48xlarge 16, p4d.24xlarge and p4de.24xlarge 4: the `vpc.amazonaws.com/efa` device
   counts in torchx's AWS resource table (meta-pytorch/torchx,
   torchx/specs/named_resources_aws.py), which also gives the vCPU and memory figures here.
-A shape not in the table is an error that names the `provider.instance_types` override.
+A shape not in the table is an error that names the `provider.instance_types` override. The
+table picks the type; its figures are checked against the instance-type API before anything
+is created (DescribeInstanceTypes: `VCpuInfo.DefaultVCpus`, `MemoryInfo.SizeInMiB`,
+`NetworkInfo.EfaInfo.MaximumEfaInterfaces`, `NetworkInfo.MaximumNetworkCards`, `GpuInfo`;
+EC2 API Reference, "InstanceTypeInfo"), and an override the table does not know (a p6 or
+p6e type, say) takes its EFA and vCPU counts from that API alone (`described`).
 
 Each type also names the Service Quotas code its running vCPUs count against (Service Quotas
 User Guide, "Amazon EC2 endpoints and quotas": L-417A185B "Running On-Demand P instances",
@@ -49,6 +54,8 @@ class InstanceType:
     efa_interfaces: int = 0
     gpu_model: str | None = None
     gpu_count: int = 0
+    # False: an override the table does not know; its figures come from the API (preflight).
+    described: bool = True
 
     @property
     def quota_code(self) -> str | None:
@@ -128,13 +135,17 @@ def instance_type(spec: Cluster, profile_name: str) -> InstanceType:
 def _checked_override(profile_name: str, profile: Profile, name: str) -> InstanceType:
     known = INSTANCE_TYPES.get(name)
     if known is None:
-        if profile.gpu is not None:
-            raise StackError(
-                f"provider.instance_types.{profile_name} is {name}, whose EFA interface count "
-                f"Myriad does not know; use one of {', '.join(t.name for t in _GPU_TYPES)}"
-            )
-        # A CPU-only type needs no EFA, so any type the account can launch will do.
-        return InstanceType(name, vcpus=0, memory_gib=0)
+        # The preflight reads its vCPUs, EFA interfaces and GPUs from the instance-type API
+        # (`with_facts`) and refuses one whose GPUs are not the profile's.
+        gpu = profile.gpu
+        return InstanceType(
+            name,
+            vcpus=0,
+            memory_gib=0,
+            gpu_model=gpu.model if gpu else None,
+            gpu_count=gpu.count if gpu else 0,
+            described=False,
+        )
     want = (profile.gpu.model, profile.gpu.count) if profile.gpu else (None, 0)
     if (known.gpu_model, known.gpu_count) != want:
         has = f"{known.gpu_count} x {known.gpu_model}" if known.gpu_model else "no GPU"
@@ -152,3 +163,48 @@ def check_overrides(spec: Cluster) -> None:
             f"provider.instance_types names unknown profiles: {', '.join(unknown)} "
             f"(profiles: {', '.join(sorted(spec.profiles))})"
         )
+
+
+@dataclass(frozen=True, slots=True)
+class InstanceFacts:
+    """What DescribeInstanceTypes says of a type (the figures Myriad uses)."""
+
+    name: str
+    vcpus: int
+    memory_gib: int
+    efa_interfaces: int
+    network_cards: int
+    gpu_count: int = 0
+    gpu_name: str | None = None  # the API's short name: "H100", "B200"
+
+
+def with_facts(
+    kind: InstanceType, facts: InstanceFacts, where: str
+) -> tuple[InstanceType, list[str]]:
+    """`kind` with the API's figures, and what does not match the spec's profile.
+
+    The API's EFA count is the one the launch template uses: one EFA-only interface per
+    network card up to the type's maximum (`stacks.aws.network_interfaces`).
+    """
+    problems = []
+    if kind.gpu_model is not None or facts.gpu_count:
+        same_count = facts.gpu_count == kind.gpu_count
+        same_model = (
+            kind.gpu_model is not None
+            and facts.gpu_name is not None
+            and kind.gpu_model.upper().startswith(facts.gpu_name.upper())
+        )
+        if not (same_count and same_model):
+            has = f"{facts.gpu_count} x {facts.gpu_name}" if facts.gpu_count else "no GPU"
+            want = f"{kind.gpu_count} x {kind.gpu_model}" if kind.gpu_model else "no GPU"
+            problems.append(f"{where} is {kind.name}, which has {has}, but the profile has {want}")
+    efa = min(facts.efa_interfaces, facts.network_cards) if facts.network_cards else 0
+    described = InstanceType(
+        kind.name,
+        vcpus=facts.vcpus,
+        memory_gib=facts.memory_gib,
+        efa_interfaces=efa,
+        gpu_model=kind.gpu_model,
+        gpu_count=kind.gpu_count,
+    )
+    return described, problems

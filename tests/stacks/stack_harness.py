@@ -123,12 +123,47 @@ def _offered(args: Mapping[str, Any]) -> Mapping[str, Any]:
     return {"instanceTypes": list(wanted.get("instance-type", [])), "id": "us-east-1"}
 
 
+# DescribeInstanceTypes for the table's types (its figures), p6-b200.48xlarge as the API
+# describes it (8 x B200, 8 network cards, 8 EFA interfaces; moto's copy of the API's data),
+# and any other name as a small CPU type.
+GPU_NAMES = {"H100-SXM5-80GB": "H100", "H200-SXM-141GB": "H200", "A100-SXM4-40GB": "A100"}
+GPU_NAMES |= {"A100-SXM4-80GB": "A100", "L40S": "L40S"}
+
+
+def _instance_type(args: Mapping[str, Any]) -> Mapping[str, Any]:
+    from stacks.instance_types import INSTANCE_TYPES
+
+    name = str(args["instanceType"])
+    known = INSTANCE_TYPES.get(name)
+    if name == "p6-b200.48xlarge":
+        vcpus, memory, efa, cards, gpus = 192, 2048, 8, 8, [(8, "B200")]
+    elif known is not None:
+        gpus = [(known.gpu_count, GPU_NAMES[known.gpu_model])] if known.gpu_model else []
+        vcpus, memory, efa = known.vcpus, known.memory_gib, known.efa_interfaces
+        cards = max(efa, 1)
+    else:
+        vcpus, memory, efa, cards, gpus = 8, 32, 0, 1, []
+    return {
+        "id": name,
+        "instanceType": name,
+        "defaultVcpus": vcpus,
+        "memorySize": memory * 1024,
+        "efaMaximumInterfaces": efa,
+        "maximumNetworkCards": cards,
+        "gpuses": [
+            {"count": n, "name": model, "manufacturer": "NVIDIA", "memorySize": 0}
+            for n, model in gpus
+        ],
+    }
+
+
 # An account where everything the aws-dev example needs is there: the zones above, every
 # instance type offered in each, and room in every vCPU quota. Tests replace answers.
 AWS_ACCOUNT: dict[str, CallAnswer] = {
     "aws:index/getAvailabilityZone:getAvailabilityZone": _zone,
     "aws:ec2/getInstanceTypeOfferings:getInstanceTypeOfferings": _offered,
     "aws:servicequotas/getServiceQuota:getServiceQuota": {"value": 100000.0, "id": "quota"},
+    "aws:ec2/getInstanceType:getInstanceType": _instance_type,
     # None of the cluster's instances runs yet (a first `pulumi up`).
     "aws:ec2/getInstances:getInstances": {"ids": [], "privateIps": [], "publicIps": [], "id": "x"},
     "aws:index/getCallerIdentity:getCallerIdentity": {

@@ -336,3 +336,53 @@ def test_a_block_in_a_placement_group_launches_into_that_group() -> None:
         if "myriad:island" in t.inputs["tags"]
     ]
     assert island.inputs["placement"] == {"groupName": "ultracluster-7"}
+
+
+# --- instance types from the API (DescribeInstanceTypes) ------------------------------------
+
+TYPE_TOKEN = "aws:ec2/getInstanceType:getInstanceType"
+
+
+def blackwell(override: str) -> Cluster:
+    def edit(data: dict[str, Any]) -> None:
+        data["profiles"]["p5-node"]["gpu"] = {"model": "B200-SXM-180GB", "count": 8}
+        data["profiles"]["p5-node"]["nics"] = {"compute": {"model": "AWS-EFA", "count": 8}}
+        data["provider"]["instance_types"] = {"p5-node": override}
+
+    return spec_with(AWS_DEV, edit=edit)
+
+
+def test_a_type_the_table_lacks_takes_its_efa_interfaces_from_the_api() -> None:
+    built = run(blackwell("p6-b200.48xlarge"))
+    (island,) = [
+        t
+        for t in built.of_type("launchTemplate:LaunchTemplate")
+        if "myriad:island" in t.inputs["tags"]
+    ]
+    assert island.inputs["instanceType"] == "p6-b200.48xlarge"
+    efa = [i for i in island.inputs["networkInterfaces"] if i.get("interfaceType") == "efa-only"]
+    assert sorted(i["networkCardIndex"] for i in efa) == list(range(8))
+    asked = [a["instanceType"] for t, a in built.invoked if t == TYPE_TOKEN]
+    assert sorted(asked) == ["m7i.2xlarge", "p6-b200.48xlarge"]
+
+
+def test_an_override_whose_gpus_the_api_contradicts_is_refused() -> None:
+    def h100_on_b200(data: dict[str, Any]) -> None:
+        data["provider"]["instance_types"] = {"p5-node": "p6-b200.48xlarge"}
+
+    message, monitor = refused(spec_with(AWS_DEV, edit=h100_on_b200))
+    assert (
+        "pool gpu (profile p5-node) is p6-b200.48xlarge, which has 8 x B200, but the profile "
+        "has 8 x H100-SXM5-80GB"
+    ) in message
+    assert monitor.registered == []
+
+
+def test_a_type_the_api_does_not_know_is_refused() -> None:
+    def unknown(args: dict[str, Any]) -> dict[str, Any]:
+        raise Exception(f"InvalidInstanceType: {args['instanceType']}")
+
+    message, monitor = refused(blackwell("p6-b200.48xlarge"), calls={TYPE_TOKEN: unknown})
+    assert "p6-b200.48xlarge is not an instance type in us-east-1" in message
+    assert "m7i.2xlarge is not an instance type" in message  # every problem at once
+    assert monitor.registered == []

@@ -21,7 +21,7 @@ from myriad.spec.models import Cluster
 from stacks.aws import FLEET_REPLACE_ON_CHANGES, NODE_REPLACE_ON_CHANGES, fleet_instance_ids
 from stacks.aws import build as aws_build
 from stacks.aws_preflight import Market, Reservation, Zone, preflight
-from stacks.instance_types import INSTANCE_TYPES, QUOTA_P, instance_type
+from stacks.instance_types import INSTANCE_TYPES, QUOTA_P, InstanceFacts, instance_type
 from stacks.interface import StackError
 from stacks.program import build
 from stacks.settings import read_settings
@@ -415,6 +415,14 @@ class Lookups:
 
     def vcpu_usage(self, quota_code: str) -> float | None:
         return None
+
+    def instance_type(self, name: str) -> InstanceFacts | None:
+        known = INSTANCE_TYPES[name]
+        gpu = (known.gpu_model or "").split("-")[0] or None
+        cards = max(known.efa_interfaces, 1)
+        return InstanceFacts(
+            name, known.vcpus, known.memory_gib, known.efa_interfaces, cards, known.gpu_count, gpu
+        )
 
 
 def _types(spec: Cluster) -> dict[str, Any]:
