@@ -145,3 +145,19 @@ def test_missing_and_ambiguous_ports_are_named_in_one_error(tmp_path: Path) -> N
     assert result.returncode == 1
     assert "rail9: RDMA device mlx5_9 has 0 network interfaces" in result.stderr
     assert "stor5: 0 interfaces have MAC 00:11:22:33:44:55" in result.stderr
+
+
+def test_a_storage_name_on_an_infiniband_port_is_refused_naming_the_device(tmp_path: Path) -> None:
+    # What `stor1: mlx5_9` met on a DGX H100: mlx5_9 is a compute HCA in InfiniBand mode, so
+    # its netdev is IPoIB (type 32, ARPHRD_INFINIBAND), and a bond member or rail name there
+    # would be the wrong port. Here the veth behind mlx5_3 shows type 32 (a bind mount).
+    config(tmp_path, [{"name": "stor1", "device": "mlx5_3"}])
+    (tmp_path / "type").write_text("32\n")
+    result = in_namespace(
+        f"mount --bind {tmp_path}/type /sys/class/net/enp161s0f1np1/type\n$H plan", tmp_path
+    )
+    assert result.returncode == 1
+    assert (
+        "stor1: RDMA device mlx5_3 is an InfiniBand port (enp161s0f1np1 is IPoIB), not an "
+        "Ethernet one" in result.stderr
+    ), result.stderr
