@@ -837,3 +837,11 @@ def test_the_table_check_sees_cgroup_v2_on_slurm_21_08() -> None:
     files["cgroup.conf"] = "CgroupPlugin=cgroup/v1\n"
     assert "cannot manage the unified" in table_problems(jammy, files, legacy_hierarchy=False)[0]
     assert table_problems(jammy, files, legacy_hierarchy=True) == []
+
+
+def test_reboots_go_through_slurm(tmp_path: Path) -> None:
+    """`scontrol reboot ASAP nextstate=RESUME` works: a RebootProgram and a GPU-sized timeout."""
+    lines = _slurm_files("starter-64", tmp_path)["slurm.conf"].splitlines()
+    assert "RebootProgram=/usr/sbin/reboot" in lines
+    # Slurm's default ResumeTimeout (60 s) would mark a rebooting GPU server DOWN.
+    assert "ResumeTimeout=1200" in lines
