@@ -206,6 +206,7 @@ def _cmd_validate(args: argparse.Namespace, out: Console, err: Console) -> int:
         limit=_split(args.limit),
         console=out,
         jobs=not args.no_jobs,
+        verbose=args.verbose,
     )
 
 
@@ -676,6 +677,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-jobs",
         action="store_true",
         help="do not run the tiny Slurm job on each compute node (check slurm.job)",
+    )
+    validate.add_argument(
+        "--verbose",
+        action="store_true",
+        help="list every check, not only those that failed or could not be read",
     )
     validate.set_defaults(handler=_cmd_validate)
 

@@ -197,3 +197,28 @@ def test_merge_appends_perf_results() -> None:
     assert merged.unreachable == {"node02": "Failed to connect"}
     assert merged.gather_seconds == 2.5
     assert merged.by_check()[-1].check == "perf.allreduce-pair"
+
+
+def test_a_passing_report_is_quiet_unless_verbose() -> None:
+    passing = report(RESULTS[:3])
+    quiet = Console(record=True, width=200)
+    print_report(quiet, passing)
+    text = quiet.export_text()
+    # No table of checks that all passed or never applied: the summary says it.
+    assert "time.sync" not in text and "gpu.count" not in text
+    assert "the cluster matches its spec: 2 passed" in text
+    assert "--verbose lists every check" in text
+    loud = Console(record=True, width=200)
+    print_report(loud, passing, verbose=True)
+    every = loud.export_text()
+    assert "time.sync" in every and "gpu.count" in every
+
+
+def test_a_failing_report_lists_only_the_checks_that_did_not_pass() -> None:
+    console = Console(record=True, width=220)
+    print_report(console, report())
+    checks = console.export_text().split("Checks", 1)[1].split("Nodes with problems", 1)[0]
+    for check in ("node.reachable", "nccl.conf", "slurm.node-state"):
+        assert check in checks, check
+    for check in ("time.sync", "gpu.count"):
+        assert check not in checks, check

@@ -149,14 +149,23 @@ def _count_cell(status: str, count: int) -> Text:
     return Text(f"{count:,}", style=STYLE[status] if status != "pass" else "green")
 
 
-def check_table(report: ValidationReport) -> Table:
+def check_table(report: ValidationReport, verbose: bool = True) -> Table | None:
+    """Every check with its counts; without `verbose` only those that failed or could not
+    be read somewhere (a passing 4-node cluster printed ~58 rows, most of them n/a)."""
+    summaries = [
+        summary
+        for summary in report.by_check()
+        if verbose or summary.counts["fail"] or summary.counts["error"]
+    ]
+    if not summaries:
+        return None
     table = Table(title="Checks", title_justify="left")
     table.add_column("check")
     table.add_column("what")
     table.add_column("spec field", overflow="fold")
     for status in STATUSES:
         table.add_column("n/a" if status == "not-applicable" else status, justify="right")
-    for summary in report.by_check():
+    for summary in summaries:
         only_na = summary.counts["not-applicable"] == sum(summary.counts.values())
         table.add_row(
             summary.check,
@@ -205,7 +214,7 @@ def failure_table(report: ValidationReport) -> Table | None:
     return table
 
 
-def print_report(console: Console, report: ValidationReport) -> None:
+def print_report(console: Console, report: ValidationReport, verbose: bool = False) -> None:
     nodes = len(report.nodes)
     gathered = nodes - len(report.unreachable) - len(report.gather_failed)
     took = f" in {report.gather_seconds:.1f} s" if report.gather_seconds is not None else ""
@@ -214,8 +223,7 @@ def print_report(console: Console, report: ValidationReport) -> None:
         f"nodes{took}"
         + (f"; Slurm/Kubernetes view from {report.view_source}" if report.view_source else "")
     )
-    console.print(check_table(report))
-    for table in (node_table(report), failure_table(report)):
+    for table in (check_table(report, verbose), node_table(report), failure_table(report)):
         if table is not None:
             console.print(table)
     detailed = [result for result in report.problems() if result.detail]
@@ -234,6 +242,8 @@ def print_report(console: Console, report: ValidationReport) -> None:
         f"{counts['pass']:,} passed, {counts['fail']:,} failed, {counts['error']:,} errors, "
         f"{counts['not-applicable']:,} not applicable"
     )
+    if not verbose:
+        summary += " (--verbose lists every check)"
     if report.ok:
         console.print(f"[bold green]the cluster matches its spec[/bold green]: {summary}")
     else:

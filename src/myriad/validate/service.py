@@ -211,9 +211,10 @@ def run_validate(
     limit: Sequence[str] | None = None,
     console: Console | None = None,
     jobs: bool = True,
+    verbose: bool = False,
 ) -> int:
     """`myriad validate SPEC [--inventory DIR] [--stack ENV | --stack-outputs FILE] [--json]
-    [--junit FILE] [--perf] [--limit HOSTS] [--no-jobs]`; returns the exit code.
+    [--junit FILE] [--perf] [--limit HOSTS] [--no-jobs] [--verbose]`; returns the exit code.
 
     Without --inventory the inventory is rendered from the spec (and the stack's machines)
     into the cluster's state folder, as `myriad bringup` does, so both use the same one.
@@ -252,7 +253,7 @@ def run_validate(
     if json_output:
         sys.stdout.write(to_json(report))
     else:
-        print_report(screen, report)
+        print_report(screen, report, verbose)
     if junit is not None:
         write_junit(report, junit)
         screen.print(f"JUnit XML written to {junit}")
