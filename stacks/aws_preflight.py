@@ -54,7 +54,7 @@ TAG_POOL = "myriad:pool"
 TAG_ROLE = "myriad:role"
 TAG_ISLAND = "myriad:island"
 # An instance in these states holds its place in a reservation and counts against quotas.
-_HOLDING = ("pending", "running")
+HOLDING_STATES = ("pending", "running")
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,7 +165,7 @@ class PulumiLookups:
         )
         found = aws.ec2.get_instances(
             instance_tags={TAG_CLUSTER: cluster, **tags},
-            instance_state_names=list(_HOLDING),
+            instance_state_names=list(HOLDING_STATES),
             filters=filters,
             region=self.region,
         )
