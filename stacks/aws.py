@@ -405,13 +405,16 @@ def user_data(
     node: NodeRecord | None = None,
     pool: str = "",
     seed: tuple[str, str] | None = None,
+    imds_root_only: bool = False,
 ) -> str:
     """cloud-init: the node's (or, for a fleet, the pool's) identity and keys; never secrets.
 
     A fleet launches identical instances, so island nodes carry no host name here: the stack
     names them (by instance ID order, see `fleet_records`) and the bring-up sets the name.
     `seed` (image mode: the bucket and region) adds the unit that fetches the node's seed and
-    starts myriad-converge (stacks/aws_images.py).
+    starts myriad-converge (stacks/aws_images.py). `imds_root_only` (login nodes, where
+    users have shells) lets only root reach instance metadata, at every boot: the node role's
+    credentials come from there, and with them the cluster's seeds in S3 (`IMDS_ROOT_ONLY`).
     """
     identity: dict[str, Any] = {"cluster": cluster}
     document: dict[str, Any] = {}
@@ -433,7 +436,23 @@ def user_data(
         fetch = seed_cloud_config(*seed)
         document["write_files"] += fetch["write_files"]
         document["runcmd"] = fetch["runcmd"]
+    if imds_root_only:
+        # bootcmd runs early at every boot, before users can log in and before runcmd.
+        document["bootcmd"] = [IMDS_ROOT_ONLY]
     return "#cloud-config\n" + yaml.safe_dump(document, sort_keys=True)
+
+
+# The EC2 User Guide's way to limit the instance metadata service to some users ("Limit
+# access to the instance metadata service": an iptables OUTPUT rule on 169.254.169.254
+# rejecting every owner but root), added once (-C checks first), nft where iptables is absent.
+IMDS_ROOT_ONLY = (
+    "if command -v iptables >/dev/null; then "
+    "iptables -w -C OUTPUT -d 169.254.169.254 -m owner ! --uid-owner 0 -j REJECT 2>/dev/null "
+    "|| iptables -w -A OUTPUT -d 169.254.169.254 -m owner ! --uid-owner 0 -j REJECT; "
+    "else nft add table inet myriad_imds && nft add chain inet myriad_imds out "
+    "'{ type filter hook output priority 0; }' && nft add rule inet myriad_imds out "
+    "ip daddr 169.254.169.254 meta skuid != 0 reject; fi"
+)
 
 
 def network_interfaces(
@@ -650,11 +669,16 @@ class AwsNodePool(pulumi.ComponentResource):
     def _user_data(self, node: NodeRecord | None) -> pulumi.Output[str]:
         args = self.args
         keys, pool = args.ssh_authorized_keys, args.pool.name
+        root_only = args.pool.role == "login"
         if args.seed is None:
-            return pulumi.Output.from_input(user_data(args.cluster, keys, node, pool=pool))
+            return pulumi.Output.from_input(
+                user_data(args.cluster, keys, node, pool=pool, imds_root_only=root_only)
+            )
         region = args.seed.region
         return pulumi.Output.from_input(args.seed.bucket).apply(
-            lambda bucket: user_data(args.cluster, keys, node, pool=pool, seed=(bucket, region))
+            lambda bucket: user_data(
+                args.cluster, keys, node, pool=pool, seed=(bucket, region), imds_root_only=root_only
+            )
         )
 
     def _seed(self, node: NodeRecord, instance_id: pulumi.Input[str]) -> None:

@@ -386,3 +386,32 @@ def test_a_type_the_api_does_not_know_is_refused() -> None:
     assert "p6-b200.48xlarge is not an instance type in us-east-1" in message
     assert "m7i.2xlarge is not an instance type" in message  # every problem at once
     assert monitor.registered == []
+
+
+# --- login nodes: instance metadata for root only ---------------------------------------------
+
+
+def test_only_root_reaches_instance_metadata_on_login_nodes() -> None:
+    import base64
+    import subprocess
+
+    import yaml
+
+    built = run(spec_with(AWS_DEV))
+
+    def cloud_config(node: str) -> dict[str, Any]:
+        found = built.named(f"aws-dev-{node}", "launchTemplate:LaunchTemplate")
+        document: dict[str, Any] = yaml.safe_load(base64.b64decode(found.inputs["userData"]))
+        return document
+
+    (command,) = cloud_config("login01")["bootcmd"]
+    assert "-d 169.254.169.254 -m owner ! --uid-owner 0 -j REJECT" in command
+    assert "meta skuid != 0 reject" in command
+    subprocess.run(["bash", "-n", "-c", command], check=True)  # a shell line that parses
+    assert "bootcmd" not in cloud_config("ctl01")
+    island = [
+        t
+        for t in built.of_type("launchTemplate:LaunchTemplate")
+        if "myriad:island" in t.inputs["tags"]
+    ]
+    assert "bootcmd" not in yaml.safe_load(base64.b64decode(island[0].inputs["userData"]))
