@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 from myriad.errors import OpsError, OpsInputError
 from myriad.ops.slurm import (
@@ -14,7 +12,6 @@ from myriad.ops.slurm import (
     Slurm,
     check_names,
     controller_command,
-    expand_hostlist,
     jobs_by_node,
     parse_sinfo,
     parse_squeue,
@@ -23,25 +20,13 @@ from myriad.ops.slurm import (
 from myriad.render.inventory import Inventory
 
 
-def test_expand_hostlist() -> None:
-    assert expand_hostlist("node[01-03,07],ctl01") == [
-        "node01",
-        "node02",
-        "node03",
-        "node07",
-        "ctl01",
-    ]
-    assert expand_hostlist("gpu[008-010]") == ["gpu008", "gpu009", "gpu010"]
-    assert expand_hostlist("node02") == ["node02"]
-    assert expand_hostlist("") == []
-    with pytest.raises(ValueError, match="unbalanced"):
-        expand_hostlist("node[01-02")
-
-
-@given(st.lists(st.integers(0, 999), min_size=1, max_size=30, unique=True))
-def test_hostlist_of_ranges_round_trips(numbers: list[int]) -> None:
-    text = "gpu[" + ",".join(f"{n:03d}" for n in numbers) + "]"
-    assert expand_hostlist(text) == [f"gpu{n:03d}" for n in numbers]
+def test_squeue_node_lists_are_read_with_the_one_hostlist_codec() -> None:
+    # The validation parsers' expand_hostlist (tests/validate/test_parsers_slurm.py has its
+    # cases and round trips); a job's nodes come back in Slurm's order, padding kept.
+    text = "7|gpu[008-010],ctl01|alice|train\n"
+    assert parse_squeue(text)[0].nodes == ("gpu008", "gpu009", "gpu010", "ctl01")
+    with pytest.raises(ValueError, match=r"unclosed .\[."):
+        parse_squeue("8|node[01-02|bob|x\n")
 
 
 def test_parse_sinfo_states_and_reasons() -> None:

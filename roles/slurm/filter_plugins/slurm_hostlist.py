@@ -9,12 +9,26 @@ trailing number, and entries that already hold a hostlist expression (``[``) or 
 through unchanged. Groups keep the order in which they first appear; numbers in a group are
 sorted and duplicates dropped. The result expands, with ``scontrol show hostnames``, to exactly
 the set of names given.
+
+The grouping is this filter's; writing each group is Myriad's one hostlist codec,
+``myriad.node.parsers.slurm`` (whose ``expand_hostlist`` reads back what Slurm prints). On the
+controller Ansible runs with Myriad installed; a node converging itself (image mode) has the
+node package beside the roles, /opt/myriad/myriad-node.pyz, and imports it from there.
 """
 
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Iterable
+from pathlib import Path
+
+try:
+    from myriad.node.parsers.slurm import compress_hostlist
+except ImportError:
+    # <home>/roles/slurm/filter_plugins/ -> <home>/myriad-node.pyz (provision/converge_bundle.py)
+    sys.path.append(str(Path(__file__).resolve().parents[3] / "myriad-node.pyz"))
+    from myriad.node.parsers.slurm import compress_hostlist
 
 DOCUMENTATION = """
 name: slurm_hostlist
@@ -32,16 +46,6 @@ options:
 """
 
 _NUMBERED = re.compile(r"^(?P<prefix>.*?)(?P<number>\d+)$")
-
-
-def _ranges(numbers: list[int]) -> list[tuple[int, int]]:
-    runs: list[tuple[int, int]] = []
-    for number in sorted(set(numbers)):
-        if runs and number == runs[-1][1] + 1:
-            runs[-1] = (runs[-1][0], number)
-        else:
-            runs.append((number, number))
-    return runs
 
 
 def slurm_hostlist(names: Iterable[str] | str) -> str:
@@ -72,16 +76,9 @@ def slurm_hostlist(names: Iterable[str] | str) -> str:
     for kind, text, width in order:
         if kind == "plain":
             parts.append(text)
-            continue
-        runs = _ranges(groups[(text, width)])
-        if len(runs) == 1 and runs[0][0] == runs[0][1]:
-            parts.append(f"{text}{runs[0][0]:0{width}d}")
-            continue
-        spans = [
-            f"{low:0{width}d}" if low == high else f"{low:0{width}d}-{high:0{width}d}"
-            for low, high in runs
-        ]
-        parts.append(f"{text}[{','.join(spans)}]")
+        else:
+            numbers = sorted(set(groups[(text, width)]))
+            parts.append(compress_hostlist(f"{text}{n:0{width}d}" for n in numbers))
     return ",".join(parts)
 
 

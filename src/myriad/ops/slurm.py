@@ -15,13 +15,13 @@ Reason rules (shared with the node health runner):
 from __future__ import annotations
 
 import getpass
-import re
 import shlex
 import subprocess
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from myriad.errors import OpsError, OpsInputError
+from myriad.node.parsers.slurm import expand_hostlist
 from myriad.render.inventory import Inventory
 
 HEALTH_PREFIX = "myriad-health: "
@@ -84,54 +84,6 @@ def current_user() -> str:
         return getpass.getuser()
     except (KeyError, OSError):
         return "unknown"
-
-
-_RANGE = re.compile(r"^(?P<lo>[0-9]+)(?:-(?P<hi>[0-9]+))?$")
-
-
-def expand_hostlist(text: str) -> list[str]:
-    """Slurm's compressed host list (`node[01-03,07],ctl01`) as names, in order."""
-    names: list[str] = []
-    for part in _split_top(text.strip()):
-        if not part:
-            continue
-        opening = part.find("[")
-        if opening < 0:
-            names.append(part)
-            continue
-        closing = part.find("]", opening)
-        if closing < 0:
-            raise ValueError(f"unbalanced brackets in host list {text!r}")
-        prefix, ranges, suffix = part[:opening], part[opening + 1 : closing], part[closing + 1 :]
-        for item in ranges.split(","):
-            found = _RANGE.match(item)
-            if found is None:
-                raise ValueError(f"bad range {item!r} in host list {text!r}")
-            lo, hi = found["lo"], found["hi"] or found["lo"]
-            width = len(lo)
-            for number in range(int(lo), int(hi) + 1):
-                tails = expand_hostlist(suffix) if "[" in suffix else [suffix]
-                names.extend(f"{prefix}{number:0{width}d}{tail}" for tail in tails)
-    return names
-
-
-def _split_top(text: str) -> list[str]:
-    """Split on commas outside brackets."""
-    parts: list[str] = []
-    current: list[str] = []
-    depth = 0
-    for char in text:
-        if char == "[":
-            depth += 1
-        elif char == "]":
-            depth -= 1
-        if char == "," and depth == 0:
-            parts.append("".join(current))
-            current = []
-        else:
-            current.append(char)
-    parts.append("".join(current))
-    return parts
 
 
 def parse_sinfo(text: str) -> dict[str, NodeState]:
