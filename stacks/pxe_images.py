@@ -42,6 +42,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from myriad.fsutil import atomic_write_text
 from myriad.plan.node_images import ImageManifest
 from myriad.plan.nodes import NodeRecord
 from myriad.spec.bringup import resolved_mode
@@ -290,11 +291,4 @@ def publish_seeds(seeds_dir: Path, nodes: Sequence[str], out: Path) -> list[str]
 
 
 def _write_private(path: Path, text: str) -> None:
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(text)
-        os.chmod(temporary, 0o600)
-        os.replace(temporary, path)
-    finally:
-        Path(temporary).unlink(missing_ok=True)
+    atomic_write_text(path, text, mode=0o600)

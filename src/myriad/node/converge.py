@@ -21,13 +21,13 @@ import os
 import resource
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from myriad.node.artefact import NAME
+from myriad.node.files import atomic_write_text
 
 HOME = Path("/opt/myriad")
 SEED = Path("/var/lib/myriad/seed")
@@ -42,19 +42,7 @@ MESSAGE_CHARS = 2000
 
 def write_json(path: Path, data: Mapping[str, Any]) -> None:
     """Whole or not at all: the controller may read the file at any moment."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "w") as handle:
-            json.dump(data, handle, indent=2, sort_keys=True)
-            handle.write("\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write_text(path, json.dumps(data, indent=2, sort_keys=True) + "\n", mode=0o644)
 
 
 def read_json(path: Path) -> dict[str, Any]:

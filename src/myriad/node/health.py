@@ -27,7 +27,6 @@ document unreadable).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
 import errno
 import fcntl
@@ -39,11 +38,13 @@ import sys
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from myriad.node import gather as gatherer
 from myriad.node.checks import CheckResult, ClusterView, NodeExpectations, evaluate_node
 from myriad.node.facts import DiskSpace, Fact, NodeFacts, node_facts, ok
+from myriad.node.files import atomic_write_text
 from myriad.node.parsers import ParseFailure, parse_scontrol_nodes
 from myriad.node.parsers.kernel_log import XidEvent, classify, parse_xid_lines
 
@@ -78,24 +79,6 @@ class ConfigError(Exception):
 
 
 # --- files ---------------------------------------------------------------------------------
-
-
-def atomic_write(path: str, text: str, mode: int = 0o644) -> None:
-    """Whole or nothing: a reader (node_exporter, `myriad health`) never sees half a file."""
-    folder = os.path.dirname(path) or "."
-    os.makedirs(folder, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=folder, prefix=".myriad-health-")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(text)
-            out.flush()
-            os.fsync(out.fileno())
-        os.chmod(temporary, mode)
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temporary)
-        raise
 
 
 def load_config(path: str) -> tuple[NodeExpectations, dict[str, Any]]:
@@ -607,9 +590,11 @@ def _run_locked(
         warnings=[describe(r) for r in warnings],
         unknown=[r.check for r in results if r.status == "error"],
     )
-    atomic_write(str(policy["state_file"]), json.dumps(new_state, indent=1, sort_keys=True))
+    atomic_write_text(Path(policy["state_file"]), json.dumps(new_state, indent=1, sort_keys=True))
     try:
-        atomic_write(str(policy["metrics_file"]), metrics(results, drain, new_state, when, seconds))
+        atomic_write_text(
+            Path(policy["metrics_file"]), metrics(results, drain, new_state, when, seconds)
+        )
     except OSError as exc:
         new_state["metrics_error"] = str(exc)
     if failing:
