@@ -44,7 +44,7 @@ def provider_build(kind: str) -> ProviderBuild:
     except ModuleNotFoundError as exc:
         raise StackError(
             f"provider {kind} needs the Python package {exc.name}; install Myriad's extra for it "
-            f"(pip install 'myriad[{kind}]')"
+            f"(pip install 'myriad-cluster[{'aws' if kind == 'aws' else 'provision'}]')"
         ) from exc
     build: ProviderBuild = module.build
     return build

@@ -33,7 +33,7 @@ def test_the_version_is_a_release_number() -> None:
 
 def test_installed_metadata_and_cli_agree(capsys: pytest.CaptureFixture[str]) -> None:
     # A stale editable install (metadata from an older __version__) fails here: reinstall.
-    assert importlib.metadata.version("myriad") == myriad.__version__
+    assert importlib.metadata.version("myriad-cluster") == myriad.__version__
     with pytest.raises(SystemExit) as done:
         main(["--version"])
     assert done.value.code == 0

@@ -38,7 +38,7 @@ def test_every_registered_provider_builds() -> None:
 
 def test_a_provider_whose_sdk_is_missing_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(program.PROVIDERS, "aws", "pulumi_nonexistent_sdk")
-    with pytest.raises(StackError, match=r"pip install 'myriad\[aws\]'"):
+    with pytest.raises(StackError, match=r"pip install 'myriad-cluster\[aws\]'"):
         program.provider_build("aws")
 
 

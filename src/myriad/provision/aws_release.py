@@ -113,7 +113,7 @@ def _client(region: str) -> Ec2Client:
     except ModuleNotFoundError as exc:
         raise ReleaseError(
             "releasing an AWS island needs boto3; install Myriad's aws extra "
-            "(pip install 'myriad[aws]')"
+            "(pip install 'myriad-cluster[aws]')"
         ) from exc
     client: Ec2Client = boto3.client("ec2", region_name=region)
     return client
