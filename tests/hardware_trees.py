@@ -190,3 +190,18 @@ def hgx_h200_vastai() -> Tree:
         tree.links[f"{ib}/device"] = f"../../../{bdf(base + 4)}"
         tree.files[f"{ib}/ports/1/link_layer"] = "InfiniBand"
     return tree
+
+
+def renamed_by_rdma_core(tree: Tree) -> Tree:
+    """The tree after a reboot with rdma-core's NAME_FALLBACK rule: mlx5_0 is ibp24s0f0, ..."""
+    for path in [p for p in tree.links if p.startswith("class/infiniband/")]:
+        target = tree.links.pop(path)
+        device = target.rsplit("/", 1)[1]
+        pci = target.split("/")[-3]
+        new = f"ibp{int(pci[5:7], 16)}s0f{pci[-1]}"
+        tree.links[f"class/infiniband/{new}"] = target.replace(device, new)
+        for key in [k for k in tree.files if f"/infiniband/{device}/" in k]:
+            tree.files[key.replace(f"/{device}/", f"/{new}/")] = tree.files.pop(key)
+        for key in [k for k in tree.links if f"/infiniband/{device}/" in k]:
+            tree.links[key.replace(f"/{device}/", f"/{new}/")] = tree.links.pop(key)
+    return tree

@@ -52,18 +52,7 @@ def test_the_dgx_devices_are_pinned_to_table_6_names_by_pci_address(tmp_path: Pa
 def test_a_node_already_renamed_by_rdma_core_gets_the_same_rules(tmp_path: Path) -> None:
     # After the first reboot with the inbox rule: mlx5_0 is ibp24s0 and so on. The pins come
     # from PCI order, not from the current names, so the rules (and NCCL's list) stay.
-    renamed = trees.dgx_h100()
-    for path in list(renamed.links):
-        if path.startswith("class/infiniband/mlx5_"):
-            target = renamed.links.pop(path)
-            device = target.rsplit("/", 1)[1]
-            pci = target.split("/")[-3]
-            new = f"ibp{int(pci[5:7], 16)}s0f{pci[-1]}"
-            renamed.links[f"class/infiniband/{new}"] = target.replace(device, new)
-            for key in [k for k in renamed.files if f"/infiniband/{device}/" in k]:
-                renamed.files[key.replace(f"/{device}/", f"/{new}/")] = renamed.files.pop(key)
-            for key in [k for k in renamed.links if f"/infiniband/{device}/" in k]:
-                renamed.links[key.replace(f"/{device}/", f"/{new}/")] = renamed.links.pop(key)
+    renamed = trees.renamed_by_rdma_core(trees.dgx_h100())
     assert rules_of(tmp_path / "a", renamed) == rules_of(tmp_path / "b", trees.dgx_h100())
 
 

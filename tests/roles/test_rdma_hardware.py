@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
+import hardware_trees as trees
 from myriad.node.hardware.tree import materialise
 from myriad.plan.ports import hardware_expectation
 
@@ -43,10 +44,12 @@ def expectation(**compute: Any) -> dict[str, Any]:
     )
 
 
-def run_role(tmp_path: Path, expected: dict[str, Any]) -> subprocess.CompletedProcess[str]:
+def run_role(
+    tmp_path: Path, expected: dict[str, Any], tree: str | None = None
+) -> subprocess.CompletedProcess[str]:
     sysfs = tmp_path / "sys"
     if not sysfs.exists():
-        materialise(TREE.read_text(), str(sysfs))
+        materialise(tree or TREE.read_text(), str(sysfs))
     variables = {
         "rdma_hardware_expectation": expected,
         "rdma_hardware_source_dir": str(ROOT / "src/myriad"),
@@ -119,3 +122,14 @@ def test_the_old_mapping_stops_the_role_before_anything_is_written(tmp_path: Pat
     assert "which shares no PCIe switch with a GPU" in result.stdout
     assert not (tmp_path / "etc/myriad/hardware.json").exists()
     assert not (tmp_path / "etc/udev/rules.d/60-rdma-persistent-naming.rules").exists()
+
+
+def test_a_node_rdma_core_already_renamed_is_judged_by_its_pinned_names(tmp_path: Path) -> None:
+    # After a reboot under rdma-core's own rule the devices are ibp24s0f0, ...: the role
+    # checks and records the names the pinning rule gives them (Table 6's), not those.
+    renamed = trees.renamed_by_rdma_core(trees.dgx_h100()).text()
+    result = run_role(tmp_path, expectation(), renamed)
+    assert result.returncode == 0, result.stdout[-3000:]
+    record = json.loads((tmp_path / "etc/myriad/hardware.json").read_text())
+    devices = {p["bdf"]: p["rdma_device"] for p in record["ports"]}
+    assert (devices["0000:18:00.0"], devices["0000:c0:00.0"]) == ("mlx5_0", "mlx5_9")

@@ -2,6 +2,8 @@
 
     map      [--sysfs /sys] [--expect FILE]   print the map (and the assignment) as JSON
     check    [--sysfs /sys] --expect FILE     exit 2 with one line per problem, 0 when none
+
+--pinned: map and check under the names the pinning rules give (rules), not the current ones.
     capture  [--sysfs /sys]                   print the tree discovery reads (tests/samples)
     rules    [--sysfs /sys]                   print the udev rules pinning RDMA names
 
@@ -18,7 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from myriad.node.hardware.discover import discover
-from myriad.node.hardware.naming import kernel_names, udev_rules
+from myriad.node.hardware.naming import kernel_names, udev_rules, with_names
 from myriad.node.hardware.profile import assign
 from myriad.node.hardware.sysfs import Sysfs
 from myriad.node.hardware.tree import capture
@@ -42,6 +44,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("command", choices=("map", "check", "capture", "rules"))
     parser.add_argument("--sysfs", default="/sys")
     parser.add_argument("--expect")
+    parser.add_argument("--pinned", action="store_true")
     args = parser.parse_args(argv)
     expected = _expectation(args.expect)
     if args.command == "capture":
@@ -52,6 +55,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "rules":
         sys.stdout.write(udev_rules(kernel_names(hw)))
         return 0
+    if args.pinned:
+        hw = with_names(hw, dict(kernel_names(hw)))
     if args.command == "check" and expected is None:
         parser.error("check needs --expect FILE")
     result = assign(hw, expected) if expected is not None else None

@@ -20,7 +20,8 @@ devices carry now: a node that has already been rebooted into ibp... names gets 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 from myriad.node.hardware.discover import HardwareMap
 
@@ -31,6 +32,19 @@ def kernel_names(hw: HardwareMap, driver_prefix: str = "mlx5") -> list[tuple[str
     """(PCI address, mlx5_N) of every RDMA function, N counted in PCI order."""
     functions = sorted({p.bdf for p in hw.ports if p.rdma_device is not None})
     return [(bdf, f"{driver_prefix}_{i}") for i, bdf in enumerate(functions)]
+
+
+def with_names(hw: HardwareMap, names: Mapping[str, str]) -> HardwareMap:
+    """The map with each RDMA device under the name pinned to its PCI function.
+
+    A node that rdma-core has already renamed (ibp24s0) is checked and recorded under the
+    names it carries once the pinning rule has run, not under the ones it has this minute.
+    """
+    ports = tuple(
+        replace(p, rdma_device=names.get(p.bdf, p.rdma_device)) if p.rdma_device else p
+        for p in hw.ports
+    )
+    return replace(hw, ports=ports)
 
 
 def udev_rules(pins: Sequence[tuple[str, str]]) -> str:
