@@ -49,9 +49,27 @@ def _output_folder(flag: str, path: Path) -> None:
             return
 
 
+def _explain(name: str) -> int:
+    from myriad.spec.references import close_names
+    from myriad.spec.rules import RULES
+
+    rule = RULES.get(name)
+    if rule is None:
+        close = close_names(name, RULES)
+        hint = f"did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+        raise BadArguments(f"no lint rule '{name}'; {hint or 'known: ' + ', '.join(RULES)}")
+    kind = "warning; can be accepted" if rule.acceptable else "error; fixed, never accepted"
+    sys.stdout.write(f"{rule.id} ({kind})\n  why: {rule.why}\n  fix: {rule.fix}\n")
+    return EXIT_OK
+
+
 def _cmd_plan(args: argparse.Namespace, out: Console, err: Console) -> int:
     from myriad.plan.pipeline import plan_spec
 
+    if args.explain is not None:
+        return _explain(args.explain)
+    if args.spec is None:
+        raise BadArguments("plan needs a spec (myriad plan SPEC), or --explain RULE")
     if args.cabling is not None:
         _output_file("--cabling", args.cabling)
     if args.svg is not None:
@@ -564,7 +582,10 @@ def build_parser() -> argparse.ArgumentParser:
     plan = commands.add_parser(
         "plan", help="check the hardware choices and compute the cluster (fabric, power, cost)"
     )
-    plan.add_argument("spec", type=Path, help="the cluster.yaml")
+    plan.add_argument("spec", type=Path, nargs="?", help="the cluster.yaml")
+    plan.add_argument(
+        "--explain", metavar="RULE", help="why a lint rule exists and how to fix its finding"
+    )
     plan.add_argument("--json", action="store_true", help="print the plan and findings as JSON")
     plan.add_argument("--out", type=Path, metavar="DIR", help="also write DIR/plan.json")
     plan.add_argument(

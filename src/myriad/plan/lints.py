@@ -50,6 +50,8 @@ class Finding:
     suggestion: str
     path: Path = ()
     numbers: dict[str, float | int | str] = field(default_factory=dict)
+    # The spec's reason when its lints.accept names this rule (warnings and notes only).
+    accepted: str | None = None
 
     def location(self, loaded: LoadedSpec) -> str:
         mark = loaded.source.mark_for(self.path)
@@ -64,6 +66,7 @@ class Finding:
             "path": format_path(self.path),
             "location": self.location(loaded),
             "numbers": self.numbers,
+            "accepted": self.accepted,
         }
 
 

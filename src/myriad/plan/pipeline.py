@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -67,7 +67,33 @@ def plan_loaded(loaded: LoadedSpec) -> PlanResult:
             path=("network", "topology"),
         )
         return PlanResult(loaded=loaded, plan=None, findings=(finding,))
-    return PlanResult(loaded=loaded, plan=plan, findings=tuple(lint(loaded, plan)))
+    return PlanResult(loaded=loaded, plan=plan, findings=_accepting(loaded, lint(loaded, plan)))
+
+
+def _accepting(loaded: LoadedSpec, findings: list[Finding]) -> tuple[Finding, ...]:
+    """The spec's accepted rules carry their reason; an acceptance that matched nothing is
+    said, so it cannot wait silently for the next, different finding of its rule."""
+    reasons = {a.rule: a.reason for a in loaded.spec.lints.accept}
+    used: set[str] = set()
+    marked = []
+    for finding in findings:
+        if finding.id in reasons and finding.severity != "error":
+            finding = replace(finding, accepted=reasons[finding.id])
+            used.add(finding.id)
+        marked.append(finding)
+    for index, acceptance in enumerate(loaded.spec.lints.accept):
+        if acceptance.rule not in used:
+            marked.append(
+                Finding(
+                    id="accept-unused",
+                    severity="info",
+                    message=f"lints.accept names {acceptance.rule}, which this plan does not "
+                    "report",
+                    suggestion="remove the entry, so it accepts nothing it was not meant for",
+                    path=("lints", "accept", index),
+                )
+            )
+    return tuple(marked)
 
 
 def plan_spec(path: str | Path) -> PlanResult:

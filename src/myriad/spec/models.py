@@ -688,6 +688,22 @@ class Workload(_Model):
     precision: Literal["bf16", "fp8"] = "bf16"
 
 
+class LintAcceptance(_Model):
+    rule: str = Field(description="The lint's id (`myriad plan --explain RULE` says what it is)")
+    reason: str = Field(
+        min_length=10, max_length=500, description="Why this site accepts it; shown by the plan"
+    )
+
+
+class Lints(_Model):
+    accept: tuple[LintAcceptance, ...] = Field(
+        default=(),
+        max_length=100,
+        description="Warnings and notes this site accepts, each with its reason; errors cannot "
+        "be accepted",
+    )
+
+
 class Cluster(_Model):
     model_config = ConfigDict(
         frozen=True,
@@ -718,6 +734,9 @@ class Cluster(_Model):
     )
     catalog: Catalog = Field(
         default_factory=Catalog, description="Entries added to or replacing the shipped catalog"
+    )
+    lints: Lints = Field(
+        default_factory=Lints, description="Plan findings the site accepts, with reasons"
     )
 
     def pools_with_role(self, role: Role) -> tuple[Pool, ...]:

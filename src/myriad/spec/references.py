@@ -17,6 +17,7 @@ from typing import Any
 from myriad.errors import Path, Problem
 from myriad.spec.catalog_models import Catalog
 from myriad.spec.models import MAX_NODES, MAX_POOLS, Role, hostname
+from myriad.spec.rules import RULES
 from myriad.spec.yaml_source import SourceMap
 
 NIC_PURPOSES = ("compute", "storage", "management")
@@ -122,9 +123,28 @@ def _references(data: Mapping[str, Any], shipped: Catalog, source: SourceMap) ->
             yield _unknown(source, path, "switch", model, switches)
 
     yield from _pool_names(pools, source)
+    yield from _accepted_rules(data, source)
     yield from _node_total(pools, source)
     yield from _host_references(data, pools, source)
     yield from _aws_only_references(data, source)
+
+
+def _accepted_rules(data: Mapping[str, Any], source: SourceMap) -> Iterator[Problem]:
+    for index, raw in enumerate(_sequence(_mapping(data.get("lints")).get("accept"))):
+        rule = _mapping(raw).get("rule")
+        if not isinstance(rule, str):
+            continue
+        path: Path = ("lints", "accept", index, "rule")
+        known = RULES.get(rule)
+        if known is None:
+            yield _unknown(source, path, "lint rule", rule, RULES)
+        elif not known.acceptable:
+            yield source.problem(
+                path,
+                f"{rule} is an error: it describes a cluster that cannot work as planned, so "
+                "it is fixed, not accepted",
+                f"myriad plan --explain {rule} says how to fix it",
+            )
 
 
 def _aws_only_references(data: Mapping[str, Any], source: SourceMap) -> Iterator[Problem]:

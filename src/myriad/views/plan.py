@@ -232,10 +232,18 @@ def findings_table(loaded: LoadedSpec, findings: Sequence[Finding]) -> Table | T
     table.add_column("line", justify="right")
     table.add_column("finding")
     for finding in findings:
+        note = (
+            ("accepted: " + finding.accepted, "green")
+            if finding.accepted
+            else (f"→ {finding.suggestion}", "dim")
+        )
         table.add_row(
-            Text(finding.severity, style=_SEVERITY_STYLE[finding.severity]),
+            Text(
+                finding.severity,
+                style="dim" if finding.accepted else _SEVERITY_STYLE[finding.severity],
+            ),
             *_plain(finding.id, finding.location(loaded).rsplit(":", 2)[-2]),
-            Text.assemble(finding.message, "\n", (f"→ {finding.suggestion}", "dim")),
+            Text.assemble(finding.message, "\n", note),
         )
     return table
 
@@ -261,6 +269,9 @@ def print_plan(console: Console, result: PlanResult) -> None:
             console.print(part)
             console.print()
     errors = sum(1 for f in findings if f.severity == "error")
-    warnings = sum(1 for f in findings if f.severity == "warning")
-    summary = f"{errors} error(s), {warnings} warning(s)"
+    warnings = sum(1 for f in findings if f.severity == "warning" and not f.accepted)
+    accepted = sum(1 for f in findings if f.accepted)
+    summary = f"{errors} error(s), {warnings} warning(s)" + (
+        f", {accepted} accepted" if accepted else ""
+    )
     console.print(Text(summary, style="bold red" if errors else "bold green"))

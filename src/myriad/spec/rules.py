@@ -1,0 +1,231 @@
+"""Every plan lint by its id: why it exists and how a finding is fixed.
+
+`myriad plan --explain RULE` prints one; `lints.accept` in a spec names them. Data only, so
+the spec layer can check an accepted rule's name without importing the planner; a test holds
+this table and the ids `plan/lints.py` yields equal.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    id: str
+    why: str
+    fix: str
+    # Errors stop bring-up: they describe a cluster that cannot work, so they are fixed, never
+    # accepted. Rules that only ever warn or inform can be accepted with a reason.
+    acceptable: bool = True
+
+
+_RULES = (
+    Rule(
+        "nic-pcie-bottleneck",
+        "A NIC faster than its PCIe slot can move never reaches line rate: the slot, not the "
+        "fabric, bounds every transfer (PCIe gen x lanes against the NIC's Gb/s).",
+        "Put the NIC in a slot of its own PCIe generation and width, or choose a slower NIC.",
+    ),
+    Rule(
+        "nics-per-gpu",
+        "Collectives across nodes run at the bandwidth of the NICs beside the GPUs: fewer than "
+        "one compute NIC per GPU pair leaves GPUs waiting on the network (GPUDirect RDMA).",
+        "One RDMA NIC per GPU (or per GPU pair) in profiles.*.nics.compute.",
+    ),
+    Rule(
+        "gpu-nic-placement",
+        "GPUDirect RDMA is fast only when a GPU and its NIC share a PCIe switch; NICs that do "
+        "not split evenly over the switches cross the CPU's root complex.",
+        "A NIC count that is a multiple of the PCIe switches, or a layout that pairs them.",
+    ),
+    Rule(
+        "host-memory",
+        "Checkpoint staging, pinned buffers and data loaders hold host copies of GPU memory: "
+        "less host memory than GPU memory stalls them.",
+        "At least the GPUs' memory in host memory, ideally twice.",
+    ),
+    Rule(
+        "cpu-cores-per-gpu",
+        "Data loaders, NCCL proxy threads and the launcher each want host cores per GPU.",
+        "At least 8 cores per GPU.",
+    ),
+    Rule(
+        "rack-power",
+        "A server drawing more than its rack's power budget cannot be racked as planned.",
+        "Raise facility.rack_kw (with the cooling to match) or pick smaller servers.",
+        acceptable=False,
+    ),
+    Rule(
+        "rack-cooling",
+        "Air cooling is commonly limited to roughly 30-40 kW per rack (REFERENCE.md).",
+        "Liquid cooling (rear-door or direct-to-chip), or a lower facility.rack_kw.",
+    ),
+    Rule(
+        "facility-power",
+        "The cluster's facility power (IT power x PUE) exceeds what the site can deliver.",
+        "Fewer nodes, a lower PUE, or more facility power (facility.power_limit_mw).",
+        acceptable=False,
+    ),
+    Rule(
+        "island-radix",
+        "An island larger than a two-tier Clos of the leaf's radix needs a third tier inside.",
+        "Islands of at most radix^2 / 2 / rails nodes stay two-tier (network.topology).",
+    ),
+    Rule(
+        "fabric-shape",
+        "The topology cannot be built from the chosen switches (ports, tiers, islands).",
+        "Change network.topology (island_nodes, switch) so the fabric fits.",
+        acceptable=False,
+    ),
+    Rule(
+        "fabric-spines-per-group",
+        "Each leaf group needs as many spines as leaf uplinks; the spine's radix bounds it.",
+        "Smaller islands or a larger spine (network.topology).",
+        acceptable=False,
+    ),
+    Rule(
+        "fabric-groups-per-core",
+        "Every island's spines must reach the core layer; the core's radix bounds the islands.",
+        "Fewer, larger islands, or a larger core switch (network.topology).",
+        acceptable=False,
+    ),
+    Rule(
+        "fabric-switch-kind",
+        "An InfiniBand fabric needs InfiniBand switches, a RoCE fabric Ethernet ones.",
+        "Pick a switch of the fabric's kind from the catalog.",
+        acceptable=False,
+    ),
+    Rule(
+        "fabric-nic-kind",
+        "Compute NICs must speak the fabric's link layer and do RDMA.",
+        "A compute NIC of the fabric's link layer with RDMA (ConnectX family).",
+        acceptable=False,
+    ),
+    Rule(
+        "nic-switch-speed",
+        "A NIC faster than its leaf port is cut to the port's speed; a slower one wastes ports "
+        "unless the switch splits them.",
+        "A leaf whose ports match the NIC, or its split-port entry (e.g. SN5600-400G).",
+    ),
+    Rule(
+        "addressing",
+        "Every node needs an address in each network; a network smaller than the nodes cannot "
+        "be rendered.",
+        "A larger network in network.addressing.",
+        acceptable=False,
+    ),
+    Rule(
+        "storage-server-address",
+        "Node addresses start at the 10th of each network, one per node in spec order: a "
+        "storage server inside that range shares an address with a node.",
+        "An address below the nodes' range (.2 to .9), or one outside the network.",
+        acceptable=False,
+    ),
+    Rule(
+        "rail-addresses",
+        "RoCEv2 needs an IPv4 address on every rail (its GID comes from it); each rail gets a "
+        "subnet cut from network.addressing.compute.",
+        "Set network.addressing.compute large enough for every rail's nodes.",
+        acceptable=False,
+    ),
+    Rule(
+        "storage-checkpoint",
+        "Checkpoints are written to shared storage: its write bandwidth decides how long "
+        "training waits and whether one checkpoint ends before the next.",
+        "Faster storage (storage.write_gbs), a longer interval, or asynchronous checkpoints.",
+        acceptable=False,
+    ),
+    Rule(
+        "checkpoint-overhead",
+        "Blocking checkpoints stop training for the whole write; too large a share of the "
+        "interval is lost compute.",
+        "Distributed-async checkpoints, or a longer interval.",
+    ),
+    Rule(
+        "driver-missing",
+        "GPU nodes need an NVIDIA driver branch to install.",
+        'Set software.nvidia_driver (for example "580").',
+        acceptable=False,
+    ),
+    Rule(
+        "driver-end-of-life",
+        "A driver branch past NVIDIA's end of life gets no security or bug fixes.",
+        "A supported branch of the catalog's driver_branches.",
+    ),
+    Rule(
+        "subnet-manager",
+        "One OpenSM is a single point of failure: the fabric loses routing when it goes.",
+        "Two sm_nodes (master and standby), or switch / UFM subnet management.",
+    ),
+    Rule(
+        "subnet-manager-domain",
+        "Master and standby OpenSM in one island (one leaf group, one power domain) fail together.",
+        "OpenSM on nodes of different islands or racks, or switch / UFM subnet management.",
+    ),
+    Rule(
+        "kubernetes-runtime",
+        "Kubernetes has not run on Docker since 1.24 (dockershim was removed).",
+        "software.container_runtime: containerd.",
+        acceptable=False,
+    ),
+    Rule(
+        "roce-tools",
+        "RoCE needs mlnx_qos (DOCA's mlnx-tools) to set trust, PFC and DSCP; no distribution "
+        "ships it.",
+        "Set software.doca_version so the DOCA repository is configured.",
+        acceptable=False,
+    ),
+    Rule(
+        "server-layout-mismatch",
+        "The profile's GPUs differ from the server layout it names: the plan's figures would "
+        "mix two machines.",
+        "Make the profile's gpu match the layout, or drop server.",
+    ),
+    Rule(
+        "slurm-state-not-shared",
+        "A backup slurmctld takes over from the saved state: a local StateSaveLocation per "
+        "controller makes a failover that forgets every job.",
+        "software.slurm.state_save_location on the shared storage, or one controller.",
+        acceptable=False,
+    ),
+    Rule(
+        "slurm-no-containers",
+        "GPU jobs run from containers (srun --container-image, Enroot and Pyxis); Myriad "
+        "installs them only with release checksums someone vouched for.",
+        "software.slurm.containers with the checksums, or software.slurm.no_containers: true.",
+        acceptable=False,
+    ),
+    Rule(
+        "slurm-legacy-cgroup",
+        "The legacy cgroup hierarchy is deprecated by systemd and dropped by newer container "
+        "tools; it is the price of an OS whose Slurm has no cgroup/v2.",
+        "An OS whose Slurm manages cgroup/v2 (ubuntu-24.04), then remove legacy_cgroup.",
+    ),
+    Rule(
+        "slurm-os-cgroup",
+        "slurmd cannot start when the OS's Slurm has no plugin for the cgroup hierarchy the "
+        "OS boots (Ubuntu 22.04: Slurm 21.08 without cgroup/v2).",
+        "software.os: ubuntu-24.04, or software.slurm.legacy_cgroup: true.",
+        acceptable=False,
+    ),
+    Rule(
+        "workload-precision",
+        "FP8 training on GPUs without FP8 tensor cores runs at BF16 rates at best.",
+        "workload.precision: bf16, or GPUs with FP8.",
+    ),
+    Rule(
+        "oversubscription-unused",
+        "An oversubscription ratio between islands does nothing when the fabric is one island.",
+        "Set island_nodes, or island_oversubscription inside the island.",
+    ),
+    Rule(
+        "accept-unused",
+        "A lints.accept entry whose rule no longer fires would silently accept the next, "
+        "different finding of that rule.",
+        "Remove the entry from lints.accept.",
+        acceptable=False,
+    ),
+)
+
+RULES: dict[str, Rule] = {rule.id: rule for rule in _RULES}
