@@ -48,7 +48,8 @@ _ELSEWHERE = {
     "up": "runs the local container cluster; this spec's provider is {kind}: create the "
     "machines with `pulumi up`, then run `myriad bringup`",
     "down": "removes the local container cluster; this spec's provider is {kind}: its machines "
-    "are removed with `pulumi destroy` on the environment's stack (stacks/README.md, The real flow: Teardown)",
+    "are removed with `pulumi destroy` on the environment's stack "
+    "(stacks/README.md, The real flow: Teardown)",
 }
 
 
