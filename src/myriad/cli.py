@@ -10,9 +10,9 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from rich.console import Console
 
@@ -63,6 +63,39 @@ def _explain(name: str) -> int:
     return EXIT_OK
 
 
+def _old_plan(path: Path) -> Mapping[str, Any]:
+    from myriad.plan.diff import plan_document
+
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise BadArguments(f"--diff {path}: {exc.strerror}") from exc
+    except json.JSONDecodeError as exc:
+        raise BadArguments(f"--diff {path} is not JSON: line {exc.lineno}: {exc.msg}") from exc
+    return plan_document(data, str(path))
+
+
+def _print_diff(
+    args: argparse.Namespace,
+    out: Console,
+    old: Mapping[str, Any],
+    new: Mapping[str, Any],
+    has_errors: bool,
+) -> int:
+    from myriad.plan.diff import diff_plans
+    from myriad.views.plan import diff_table
+
+    changes = diff_plans(old, new)
+    if args.json:
+        document = {"format": JSON_FORMAT, "diff": [c.to_dict() for c in changes]}
+        sys.stdout.write(json.dumps(document, indent=2) + "\n")
+    elif changes:
+        out.print(diff_table(str(args.diff), changes))
+    else:
+        out.print(f"no change against {args.diff}", markup=False)
+    return EXIT_PROBLEM if has_errors else EXIT_OK
+
+
 def _cmd_plan(args: argparse.Namespace, out: Console, err: Console) -> int:
     from myriad.plan.pipeline import plan_spec
 
@@ -76,8 +109,11 @@ def _cmd_plan(args: argparse.Namespace, out: Console, err: Console) -> int:
         _output_file("--svg", args.svg, ".svg")
     if args.out is not None:
         _output_folder("--out", args.out)
+    old = _old_plan(args.diff) if args.diff is not None else None
     result = plan_spec(args.spec)
     document = {"format": JSON_FORMAT, **result.to_dict()}
+    if old is not None:
+        return _print_diff(args, out, old, document, result.has_errors)
     try:
         if args.cabling is not None or args.svg is not None:
             from myriad.views.fabric_files import write_fabric_files
@@ -595,6 +631,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="write the cabling plan (one row per cable) as CSV; --json then lists the cables",
     )
     plan.add_argument("--svg", type=Path, metavar="FILE", help="draw the fabric as SVG")
+    plan.add_argument(
+        "--diff",
+        type=Path,
+        metavar="OLD.json",
+        help="what changed against an earlier plan (plan --json or --out): nodes, switches, "
+        "cables, optics, power, cost, findings",
+    )
     plan.set_defaults(handler=_cmd_plan)
 
     render = commands.add_parser(

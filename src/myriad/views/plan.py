@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from myriad.plan.diff import Change
 from myriad.plan.lints import Finding
 from myriad.plan.model import Plan
 from myriad.plan.pipeline import PlanResult
@@ -275,3 +276,27 @@ def print_plan(console: Console, result: PlanResult) -> None:
         f", {accepted} accepted" if accepted else ""
     )
     console.print(Text(summary, style="bold red" if errors else "bold green"))
+
+
+def _figure(value: float | str | None) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return _num(value, 0 if abs(value) >= 100 else 1)
+    return f"{value:,}" if isinstance(value, int) else value
+
+
+def diff_table(old: str, changes: Sequence[Change]) -> Table:
+    table = Table(title=Text(f"Changes against {old}"), title_justify="left")
+    for column, justify in (("what", "left"), ("before", "right"), ("after", "right")):
+        table.add_column(column, justify=justify)  # type: ignore[arg-type]
+    table.add_column("change", justify="right")
+    for change in changes:
+        delta = change.delta
+        shown = "" if delta is None else f"{'+' if delta > 0 else ''}{_figure(delta)}"
+        style = "" if delta is None else ("green" if delta < 0 else "yellow")
+        table.add_row(
+            *_plain(change.what, _figure(change.before), _figure(change.after)),
+            Text(shown, style=style),
+        )
+    return table
