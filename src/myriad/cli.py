@@ -381,6 +381,57 @@ def _cmd_init(args: argparse.Namespace, out: Console, err: Console) -> int:
     return EXIT_OK
 
 
+def _cmd_report(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from myriad.plan.pipeline import plan_spec
+
+    _output_folder("--out", args.out)
+    result = plan_spec(args.spec)
+    validation = _validation_for(args, result.loaded.spec.metadata.name)
+    svg = None
+    if result.plan is not None and result.plan.fabric is not None:
+        from myriad.views.fabric_files import fabric_picture
+
+        svg = fabric_picture(result)
+    from myriad.plan.nodes import iter_nodes
+    from myriad.views.report import render_report
+
+    islands = {
+        node.name: f"island {node.island}" if node.island is not None else f"{node.role}s"
+        for node in iter_nodes(result.loaded.spec)
+    }
+    page = render_report(
+        {"format": JSON_FORMAT, **result.to_dict()},
+        result.loaded.spec.metadata.description,
+        svg,
+        validation,
+        islands,
+    )
+    target = args.out / "index.html"
+    try:
+        atomic_write_text(target, page)
+    except OSError as exc:
+        raise BadArguments(f"cannot write {exc.filename}: {exc.strerror}") from exc
+    kept = "with the last validation" if validation is not None else "no validation kept yet"
+    sys.stdout.write(f"report written to {target} ({kept})\n")
+    return EXIT_OK
+
+
+def _validation_for(args: argparse.Namespace, cluster: str) -> Mapping[str, Any] | None:
+    if args.validation is not None:
+        try:
+            document: Mapping[str, Any] = json.loads(args.validation.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise BadArguments(f"--validation {args.validation}: {exc}") from exc
+        if not isinstance(document, Mapping) or "results" not in document:
+            raise BadArguments(f"--validation {args.validation}: not `myriad validate --json`")
+        return document
+    from myriad.bringup.flow import state_base
+    from myriad.validate.report import read_last
+
+    root = state_base() / cluster
+    return read_last(root) if root.is_dir() else None
+
+
 def _cmd_schema(args: argparse.Namespace, out: Console, err: Console) -> int:
     from myriad.spec.models import Cluster
 
@@ -797,6 +848,21 @@ def build_parser() -> argparse.ArgumentParser:
 
     schema = commands.add_parser("schema", help="print the JSON Schema of cluster.yaml")
     schema.set_defaults(handler=_cmd_schema)
+
+    report = commands.add_parser(
+        "report", help="one offline HTML page: the plan, the fabric and the last validation"
+    )
+    report.add_argument("spec", type=Path, help="the cluster.yaml")
+    report.add_argument(
+        "--out", type=Path, metavar="DIR", required=True, help="writes DIR/index.html"
+    )
+    report.add_argument(
+        "--validation",
+        type=Path,
+        metavar="FILE",
+        help="a `myriad validate --json` document (default: the last one kept for the cluster)",
+    )
+    report.set_defaults(handler=_cmd_report)
 
     init = commands.add_parser(
         "init", help="write a first spec from a few choices (asked on a terminal); it plans clean"

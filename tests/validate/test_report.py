@@ -6,6 +6,7 @@ import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import pytest
 from rich.console import Console
 
 from myriad.node.checks import CheckResult
@@ -222,3 +223,17 @@ def test_a_failing_report_lists_only_the_checks_that_did_not_pass() -> None:
         assert check in checks, check
     for check in ("time.sync", "gpu.count"):
         assert check not in checks, check
+
+
+def test_the_last_report_is_kept_for_myriad_report(tmp_path: Path) -> None:
+    from myriad.errors import ValidateError
+    from myriad.validate.report import keep_last, read_last
+
+    assert read_last(tmp_path) is None
+    keep_last(report(), tmp_path)
+    kept = read_last(tmp_path)
+    assert kept is not None and kept["counts"]["fail"] == 2
+    assert (tmp_path / "validation" / "last.json").stat().st_mode & 0o777 == 0o600
+    (tmp_path / "validation" / "last.json").write_text("{")
+    with pytest.raises(ValidateError, match="the kept validation cannot be read"):
+        read_last(tmp_path)

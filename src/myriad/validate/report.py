@@ -20,6 +20,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from myriad.errors import ValidateError
+from myriad.fsutil import atomic_write_text
 from myriad.node.checks import CHECK_ORDER, STATUSES, TITLES, CheckResult, Status
 
 STYLE: dict[str, str] = {
@@ -347,3 +349,25 @@ def merge(reports: Iterable[ValidationReport]) -> ValidationReport:
         run_dir=first.run_dir,
         view_source=first.view_source,
     )
+
+
+# --- the last report, kept for `myriad report` ------------------------------------------------
+
+LAST_REPORT = Path("validation") / "last.json"
+
+
+def keep_last(report: ValidationReport, state_root: Path) -> None:
+    """The cluster's latest validation, whole, beside its other state (replaced each run)."""
+    atomic_write_text(state_root / LAST_REPORT, to_json(report), mode=0o600)
+
+
+def read_last(state_root: Path) -> dict[str, Any] | None:
+    """The kept report, or None when the cluster was never validated from this machine."""
+    path = state_root / LAST_REPORT
+    try:
+        document: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ValidateError(f"{path}: the kept validation cannot be read ({exc})") from exc
+    return document

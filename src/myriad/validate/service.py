@@ -33,7 +33,14 @@ from myriad.spec.loader import LoadedSpec
 from myriad.validate import perf as perf_module
 from myriad.validate.expectations import expect, load_role_defaults
 from myriad.validate.gather import DEFAULT_PROBE_TIMEOUT_S, gather
-from myriad.validate.report import ValidationReport, merge, print_report, to_json, write_junit
+from myriad.validate.report import (
+    ValidationReport,
+    keep_last,
+    merge,
+    print_report,
+    to_json,
+    write_junit,
+)
 
 if TYPE_CHECKING:
     from myriad.bringup.flow import ClusterState
@@ -250,6 +257,9 @@ def run_validate(
             on_event=progress.on_event,
             jobs=jobs,
         )
+    if limit is None:
+        # A --limit run sees part of the cluster: it does not replace the kept whole.
+        keep_last(report, state_root)
     if json_output:
         sys.stdout.write(to_json(report))
     else:
@@ -269,5 +279,6 @@ def validate_after_bringup(result: PlanResult, state: ClusterState, console: Con
         report = validate_cluster(
             loaded, result, state.inventory, inventory, state.root, on_event=progress.on_event
         )
+    keep_last(report, state.root)
     print_report(console, report)
     return report.exit_code

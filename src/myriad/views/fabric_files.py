@@ -8,7 +8,7 @@ from typing import Any
 
 from myriad.errors import PlanError
 from myriad.fsutil import atomic_write_text
-from myriad.plan.cabling import cable_totals, cabling_csv, iter_cables
+from myriad.plan.cabling import Cable, cable_totals, cabling_csv, iter_cables
 from myriad.plan.pipeline import PlanResult
 from myriad.views.fabric_svg import DETAILED_NODES, fabric_svg
 
@@ -28,10 +28,19 @@ def write_fabric_files(
         document["totals"] = cable_totals(cables)
         document["cables"] = [cable.to_dict() for cable in cables]
     if svg is not None:
-        nodes = sum(island.nodes for island in fabric.islands)
-        if cables is None and nodes <= DETAILED_NODES:
-            cables = list(iter_cables(spec, catalog, fabric))
-        compute = [p for p in plan.pools if p.role == "compute"]
-        gpus_per_node = max((p.gpus // p.nodes for p in compute if p.nodes), default=0)
-        atomic_write_text(svg, fabric_svg(plan.cluster, fabric, cables, gpus_per_node))
+        atomic_write_text(svg, fabric_picture(result, cables))
     return document
+
+
+def fabric_picture(result: PlanResult, cables: list[Cable] | None = None) -> str:
+    """The fabric as SVG: every cable for a small fabric, grouped for a large one."""
+    plan = result.plan
+    if plan is None or plan.fabric is None:
+        raise PlanError("the spec has no compute fabric: there is nothing to draw")
+    fabric = plan.fabric
+    nodes = sum(island.nodes for island in fabric.islands)
+    if cables is None and nodes <= DETAILED_NODES:
+        cables = list(iter_cables(result.loaded.spec, result.loaded.catalog, fabric))
+    compute = [p for p in plan.pools if p.role == "compute"]
+    gpus_per_node = max((p.gpus // p.nodes for p in compute if p.nodes), default=0)
+    return fabric_svg(plan.cluster, fabric, cables, gpus_per_node)

@@ -1,0 +1,120 @@
+"""`myriad report SPEC --out DIR`: one offline HTML page with the plan, the fabric picture and
+the last validation (a heat map of islands by check subject).
+
+The page is rendered by headless Chromium (Debian's package; scripts/bootstrap installs it):
+it must load with no console error and every section on the page. Without Chromium the
+rendering test is skipped here and fails under CI."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from myriad.cli import main
+from myriad.node.checks import CheckResult
+from myriad.validate.report import ValidationReport, keep_last
+
+ROOT = Path(__file__).resolve().parents[1]
+ROCE = ROOT / "inventories" / "roce-10k" / "cluster.yaml"
+SECTIONS = ("summary", "bom", "power", "compute", "findings", "fabric", "validation")
+
+
+def _validation(tmp_path: Path) -> Path:
+    results = (
+        CheckResult("gpu0001", "gpu.count", "pass", "8", "8", "profiles.a800-node.gpu"),
+        CheckResult("gpu0001", "roce.qos", "fail", "trust dscp", "trust pcp", "network.roce"),
+        CheckResult("gpu0129", "gpu.count", "pass", "8", "8", "profiles.a800-node.gpu"),
+        CheckResult("ctl01", "gpu.count", "not-applicable", "", "no GPUs", "profiles.cpu.gpu"),
+    )
+    report = ValidationReport("roce-10k", str(ROCE), results, gather_seconds=1.0)
+    path = tmp_path / "validation.json"
+    path.write_text(json.dumps(report.to_dict()))
+    return path
+
+
+def _report(tmp_path: Path, *extra: str) -> str:
+    out = tmp_path / "report"
+    assert main(["report", str(ROCE), "--out", str(out), *extra]) == 0
+    return (out / "index.html").read_text()
+
+
+def test_every_section_and_nothing_fetched(tmp_path: Path) -> None:
+    page = _report(tmp_path, "--validation", str(_validation(tmp_path)))
+    for section in SECTIONS:
+        assert f'<section id="{section}">' in page, section
+    assert "<svg" in page
+    assert "<script" not in page
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page)
+    # The BOM from the plan: 1,250 GPU servers, 40 leaves (hand count in tests/plan).
+    assert "1,250" in page and "SN5600-200G" in page
+
+
+def test_the_heat_map_groups_nodes_by_island(tmp_path: Path) -> None:
+    page = _report(tmp_path, "--validation", str(_validation(tmp_path)))
+    heat = page.split("<table class='heat'>", 1)[1].split("</table>", 1)[0]
+    # gpu0001 is in island 0, gpu0129 in island 1 (islands of 128); ctl01 ran nothing.
+    assert "<th>island 0</th>" in heat and "<th>island 1</th>" in heat
+    assert "title='1 of 1 failed'>1/1" in heat
+    assert "controllers" not in heat
+
+
+def test_the_last_kept_validation_is_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MYRIAD_STATE_DIR", str(tmp_path / "state"))
+    assert "Not validated from this machine yet" in _report(tmp_path)
+    document = json.loads(_validation(tmp_path).read_text())
+    results = tuple(CheckResult(**r) for r in document["results"])
+    report = ValidationReport("roce-10k", str(ROCE), results, gather_seconds=1.0)
+    keep_last(report, tmp_path / "state" / "roce-10k")
+    assert "roce.qos" in _report(tmp_path)
+
+
+def test_a_validation_file_of_another_kind_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    other = tmp_path / "plan.json"
+    other.write_text('{"plan": {}}')
+    assert (
+        main(["report", str(ROCE), "--out", str(tmp_path / "r"), "--validation", str(other)]) == 2
+    )
+    assert "not `myriad validate --json`" in capsys.readouterr().err
+
+
+def test_chromium_renders_it_without_console_errors(tmp_path: Path) -> None:
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        if os.environ.get("CI"):
+            pytest.fail("chromium is missing: scripts/bootstrap installs it")
+        pytest.skip("chromium is not installed (scripts/bootstrap installs it)")
+    _report(tmp_path, "--validation", str(_validation(tmp_path)))
+    page = tmp_path / "report" / "index.html"
+    common = [
+        chromium,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--user-data-dir=" + str(tmp_path / "profile"),
+    ]
+    dom = subprocess.run(
+        [*common, "--enable-logging=stderr", "--v=0", "--dump-dom", page.as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    for section in SECTIONS:
+        assert f'id="{section}"' in dom.stdout, section
+    assert "CONSOLE" not in dom.stderr, dom.stderr[-2000:]
+    shot = tmp_path / "report.png"
+    subprocess.run(
+        [*common, f"--screenshot={shot}", "--window-size=1400,2400", page.as_uri()],
+        capture_output=True,
+        timeout=120,
+        check=True,
+    )
+    assert shot.stat().st_size > 20_000  # a page with tables and a picture, not a blank one
