@@ -833,11 +833,13 @@ def fleet_instance_ids(sets: Any, nodes: Sequence[NodeRecord], what: str) -> lis
         for instance_id in (_get(instance_set, "instance_ids") or [])
     )
     if len(found) != len(nodes):
+        key = what.split("(")[-1].rstrip(")")
         raise StackError(
-            f"{what} launched {len(found)} instances, but the spec gives it {len(nodes)} nodes; "
-            f"an island is launched whole: set `pulumi config set --path "
-            f"'{NAMESPACE}:replace.{what.split('(')[-1].rstrip(')')}' <new token>` to relaunch it "
-            "at its new size (all of its nodes)"
+            f"{what} launched {len(found)} instances, but the spec gives it {len(nodes)} nodes "
+            f"(the reservation or the zone had no more); nothing that bills was created after "
+            f"it. An island is launched whole: once there is capacity (`python -m "
+            f"stacks.aws_check`), relaunch it with `pulumi config set --path "
+            f"'{NAMESPACE}:replace.{key}' <new token>`, or give it fewer nodes"
         )
     return found
 
