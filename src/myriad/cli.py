@@ -221,7 +221,14 @@ def _cmd_down(args: argparse.Namespace, out: Console, err: Console) -> int:
 def _cmd_status(args: argparse.Namespace, out: Console, err: Console) -> int:
     from myriad.bringup import verbs
 
-    return verbs.status(args.spec, out)
+    status = verbs.status(args.spec)
+    if args.json:
+        sys.stdout.write(json.dumps({"format": JSON_FORMAT, **status.to_dict()}, indent=2) + "\n")
+    else:
+        from myriad.views.status import print_status
+
+        print_status(out, status)
+    return EXIT_OK
 
 
 def _split(value: str | None) -> list[str] | None:
@@ -747,6 +754,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     status = commands.add_parser("status", help="nodes, their state and the last run's result")
     status.add_argument("spec", type=Path, help="the cluster.yaml")
+    status.add_argument("--json", action="store_true", help="as JSON, with a format version")
     status.set_defaults(handler=_cmd_status)
 
     validate = commands.add_parser(

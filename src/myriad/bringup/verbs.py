@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
-from rich.table import Table
 
 from myriad.bringup.flow import (
     RUNNING,
@@ -280,34 +281,55 @@ def down(spec_path: Path, console: Console, *, yes: bool) -> int:
     return 0
 
 
-def status(spec_path: Path, console: Console) -> int:
+@dataclass(frozen=True, slots=True)
+class NodeStatus:
+    name: str
+    state: str  # the container's state on the local provider, "-" elsewhere
+    address: str
+    last_bringup: str  # ok, failed, incomplete, or "-" before the first bring-up
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterStatus:
+    """`myriad status`: what the cluster's state folder and (locally) Docker say."""
+
+    cluster: str
+    nodes: tuple[NodeStatus, ...]
+    last_bringup: Mapping[str, Any]
+    summary: str
+    prometheus: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "cluster": self.cluster,
+            "nodes": [asdict(node) for node in self.nodes],
+            "last_bringup": dict(self.last_bringup),
+            "summary": self.summary,
+            "prometheus": self.prometheus,
+        }
+
+
+def status(spec_path: Path) -> ClusterStatus:
     result = planned(spec_path)
     spec = result.loaded.spec
     state = cluster_state(spec.metadata.name)
     last = state.read_status().get("last_bringup") or {}
-    table = Table(title=f"Cluster {spec.metadata.name}", title_justify="left")
-    for column in ("node", "state", "address", "last bring-up"):
-        table.add_column(column)
     failed = set(last.get("failed_hosts", []))
-    nodes = (
+    found = (
         [(n.name, n.state, n.address or "-") for n in local.status(spec)]
         if spec.provider.kind == "local"
         else [(name, "-", "-") for name in _inventory_hosts(state)]
     )
-    for name, state_text, address in nodes:
-        unfinished = "incomplete" if last.get("status") in (RUNNING, "interrupted") else "failed"
-        outcome = "-" if not last else (unfinished if name in failed else "ok")
-        style = (
-            "red"
-            if outcome in ("failed", "incomplete") or state_text not in ("running", "-")
-            else ""
+    unfinished = "incomplete" if last.get("status") in (RUNNING, "interrupted") else "failed"
+    nodes = tuple(
+        NodeStatus(
+            name, state_text, address, "-" if not last else (unfinished if name in failed else "ok")
         )
-        table.add_row(name, state_text, address, outcome, style=style)
-    console.print(table)
-    console.print(describe_last(state, last), markup=False, highlight=False)
-    if url := prometheus_url(spec):
-        console.print(f"Prometheus: {url}")
-    return 0
+        for name, state_text, address in found
+    )
+    return ClusterStatus(
+        spec.metadata.name, nodes, last, describe_last(state, last), prometheus_url(spec)
+    )
 
 
 def describe_last(state: ClusterState, last: dict[str, object]) -> str:
