@@ -48,3 +48,18 @@ def test_another_error_gives_its_message(capsys: pytest.CaptureFixture[str]) -> 
 def test_without_json_stdout_stays_empty(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["plan", str(BAD / "02-misspelt-field.yaml")]) == 2
     assert capsys.readouterr().out == ""
+
+
+def test_render_json_says_what_was_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    starter = ROOT / "inventories" / "starter-64" / "cluster.yaml"
+    assert main(["render", str(starter), "--out", str(tmp_path / "inv"), "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    # 2 controllers, 1 login, 8 GPU nodes.
+    assert (document["format"], document["cluster"], document["hosts"]) == (
+        JSON_FORMAT,
+        "starter-64",
+        11,
+    )
+    assert Path(document["path"]) == tmp_path / "inv"

@@ -147,6 +147,16 @@ def _cmd_render(args: argparse.Namespace, out: Console, err: Console) -> int:
         stack_outputs=machines_file,
         ssh_user=args.ssh_user,
     )
+    if args.json:
+        document = {
+            "format": JSON_FORMAT,
+            "cluster": result.cluster,
+            "hosts": result.hosts,
+            "groups": result.groups,
+            "path": str(result.path),
+        }
+        sys.stdout.write(json.dumps(document, indent=2) + "\n")
+        return EXIT_OK
     out.print(
         f"inventory for {result.cluster}: {result.hosts:,} hosts in {result.groups} groups "
         f"written to {result.path}",
@@ -716,6 +726,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="the same, from a file saved with `pulumi stack output --json`",
     )
     render.add_argument("--ssh-user", metavar="USER", help="ansible_user for every host")
+    render.add_argument("--json", action="store_true", help="what was written, as JSON")
     render.set_defaults(handler=_cmd_render)
 
     up = commands.add_parser(
