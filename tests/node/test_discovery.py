@@ -257,3 +257,21 @@ def test_check_on_the_node_exits_2_naming_each_port(
     assert main(["map", "--sysfs", str(root), "--expect", str(expect)]) == 0
     record = json.loads(capsys.readouterr().out)
     assert [a["rdma_device"] for a in record["assignment"]["compute"]] == TABLE6_COMPUTE
+
+
+def test_the_hgx_tree_places_each_gpu_where_nccls_own_dump_does(tmp_path: Path) -> None:
+    # NCCL's topology dump from the same machine (file 27), read independently of lspci:
+    # every GPU under the same PCIe switch and on the same NUMA node as discovery finds it.
+    import xml.etree.ElementTree as ET
+
+    dump = ET.parse(SAMPLES.parent / "nccl-topo" / "hgx-h200_vastai-vm_nccl-topo-dump.xml")
+    nccl = {
+        gpu_pci.get("busid"): (switch.get("busid"), int(cpu.get("numaid", "-1")))
+        for cpu in dump.getroot().iter("cpu")
+        for switch in cpu.findall("pci")
+        for gpu_pci in switch.findall("pci")
+        if gpu_pci.find("gpu") is not None
+    }
+    hw = discovered(tmp_path, HGX_FILE.read_text())
+    assert {g.bdf: (g.switch, g.numa_node) for g in hw.gpus} == nccl
+    assert len(nccl) == 8
