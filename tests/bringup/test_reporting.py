@@ -117,3 +117,34 @@ def test_the_console_reporter_draws_the_recap(
     assert "✓ containers — 4 created" in text
     assert "Recap (successful, 1.5 s)" in text
     assert "node01" in text
+
+
+def test_off_a_terminal_a_long_playbook_logs_its_plays_and_a_heartbeat() -> None:
+    # A CI log used to show nothing for the whole Ansible phase (minutes).
+    drawn = io.StringIO()
+    now = [0.0]
+    phases = Phases(Console(file=drawn, width=160), clock=lambda: now[0], heartbeat_s=30)
+    play = {"event": "playbook_on_play_start", "event_data": {"play": "slurm"}}
+    with phases.playbook("site.yml") as progress:
+        progress.on_event(play)
+        for second in range(1, 100):
+            now[0] = float(second)
+            progress.on_event(EVENTS[second % 2])
+    lines = drawn.getvalue().splitlines()
+    assert lines[0] == "… site.yml: play slurm"
+    beats = lines[1:]
+    # One line of totals per 30 s, not one per event.
+    assert len(beats) == 3
+    assert beats[0] == "… site.yml: 1 nodes, 15 ok, 15 changed, 0 failed (30 s)"
+
+
+def test_on_a_terminal_the_live_table_follows_the_events() -> None:
+    # The live table used to replace PlaybookProgress.on_event, which a slots dataclass
+    # refuses: `myriad up` on a terminal stopped at its first playbook.
+    drawn = io.StringIO()
+    phases = Phases(Console(file=drawn, width=160, force_terminal=True))
+    with phases.playbook("site.yml") as progress:
+        for event in EVENTS:
+            progress.on_event(event)
+    assert progress.hosts["node01"].changed == 1
+    assert "common : packages" in drawn.getvalue()

@@ -1,13 +1,15 @@
 """Progress a person can follow: phases, and per node what Ansible is doing right now.
 
-On a terminal a live table shows each node's current task and counts; elsewhere (CI logs)
-one line per finished phase and the recap are printed, so logs stay readable.
+On a terminal a live table shows each node's current task and counts; elsewhere (CI logs,
+a pipe) a line per play as it starts, a line of totals at most every `HEARTBEAT_S` in
+between, one line per finished phase and the recap, so a log shows a long Ansible phase
+moving without drowning in it.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,8 +38,15 @@ class PlaybookProgress:
 
     hosts: dict[str, HostProgress] = field(default_factory=dict)
     play: str = ""
+    # Told after each event is folded in: the live table redraws, the log writes a line.
+    listener: Callable[[], None] | None = None
 
     def on_event(self, event: Mapping[str, Any]) -> None:
+        self._fold(event)
+        if self.listener is not None:
+            self.listener()
+
+    def _fold(self, event: Mapping[str, Any]) -> None:
         kind = event.get("event", "")
         data = event.get("event_data") or {}
         if kind == "playbook_on_play_start":
@@ -79,13 +88,22 @@ class PlaybookProgress:
         return table
 
 
+HEARTBEAT_S = 30.0
+
+
 class Phases:
     """Phase lines: `✓ containers 4 nodes (3.2 s)`; the live part only on a terminal.
 
     The console form of bring-up's `Reporter` (myriad.bringup.reporting)."""
 
-    def __init__(self, console: Console) -> None:
+    def __init__(
+        self,
+        console: Console,
+        clock: Callable[[], float] = time.monotonic,
+        heartbeat_s: float = HEARTBEAT_S,
+    ) -> None:
         self.console = console
+        self.clock, self.heartbeat_s = clock, heartbeat_s
 
     @contextmanager
     def phase(self, name: str) -> Iterator[list[str]]:
@@ -109,17 +127,38 @@ class Phases:
     def playbook(self, title: str) -> Iterator[PlaybookProgress]:
         progress = PlaybookProgress()
         if not self.console.is_terminal:
-            yield progress
+            yield self._logged(progress, title)
             return
         with Live(progress.table(title), console=self.console, refresh_per_second=4) as live:
-            original = progress.on_event
-
-            def on_event(event: Mapping[str, Any]) -> None:
-                original(event)
-                live.update(progress.table(title))
-
-            progress.on_event = on_event  # type: ignore[method-assign]
+            progress.listener = lambda: live.update(progress.table(title))
             yield progress
+
+    def _logged(self, progress: PlaybookProgress, title: str) -> PlaybookProgress:
+        """Off a terminal: a line when a play starts, totals when a heartbeat has passed."""
+        start = last = self.clock()
+        play = progress.play
+
+        def totals() -> str:
+            hosts = progress.hosts.values()
+            return (
+                f"{len(progress.hosts)} nodes, {sum(h.ok for h in hosts)} ok, "
+                f"{sum(h.changed for h in hosts)} changed, {sum(h.failed for h in hosts)} failed"
+                f" ({self.clock() - start:.0f} s)"
+            )
+
+        def after_event() -> None:
+            nonlocal last, play
+            now = self.clock()
+            if progress.play != play:
+                play = progress.play
+                self.console.print(f"… {title}: play {play}", markup=False)
+                last = now
+            elif now - last >= self.heartbeat_s:
+                self.console.print(f"… {title}: {totals()}", markup=False)
+                last = now
+
+        progress.listener = after_event
+        return progress
 
     def recap(self, result: RunResult, hosts: Sequence[str]) -> None:
         self.console.print(recap_table(result, hosts))
