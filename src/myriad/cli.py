@@ -449,6 +449,13 @@ def _validation_for(args: argparse.Namespace, cluster: str) -> Mapping[str, Any]
     return read_last(root) if root.is_dir() else None
 
 
+def _cmd_completion(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from myriad.views.completion import bash_script
+
+    sys.stdout.write(bash_script(build_parser()))
+    return EXIT_OK
+
+
 def _cmd_schema(args: argparse.Namespace, out: Console, err: Console) -> int:
     from myriad.spec.models import Cluster
 
@@ -867,6 +874,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     schema = commands.add_parser("schema", help="print the JSON Schema of cluster.yaml")
     schema.set_defaults(handler=_cmd_schema)
+
+    completion = commands.add_parser(
+        "completion", help="shell completion: source <(myriad completion bash)"
+    )
+    completion.add_argument("shell", choices=["bash"], help="bash (zsh: bashcompinit first)")
+    completion.set_defaults(handler=_cmd_completion)
 
     report = commands.add_parser(
         "report", help="one offline HTML page: the plan, the fabric and the last validation"
