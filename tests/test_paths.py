@@ -55,6 +55,7 @@ def test_outside_a_checkout_without_myriad_home_the_error_names_the_variable(
     monkeypatch.delenv(paths.HOME_ENV, raising=False)
     # Where an installed package sits: site-packages/myriad/, with no roles/ above it.
     monkeypatch.setattr(paths, "_CHECKOUT", tmp_path / "site-packages")
+    monkeypatch.setattr(paths, "_PACKAGED", tmp_path / "site-packages" / "myriad" / "_project")
     with pytest.raises(ProjectNotFound, match=r"is not in a checkout; set \$MYRIAD_HOME"):
         paths.playbook("site.yml")
 
@@ -88,3 +89,26 @@ def test_nothing_is_looked_up_at_import_time(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert int(done.stdout) > 0
+
+
+def test_an_installed_wheel_finds_the_copy_setup_py_gives_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The wheel's build copies roles/, playbooks/ and templates/ into myriad/_project/
+    (setup.py), so an installed package runs bringup without a checkout."""
+    sys.path.insert(0, str(ROOT))
+    try:
+        from setup import copy_assets
+    finally:
+        sys.path.remove(str(ROOT))
+    package = tmp_path / "site-packages" / "myriad"
+    packaged = copy_assets(ROOT, package)
+    monkeypatch.delenv(paths.HOME_ENV, raising=False)
+    monkeypatch.setattr(paths, "_CHECKOUT", tmp_path / "site-packages")
+    monkeypatch.setattr(paths, "_PACKAGED", packaged)
+    assert paths.project_root() == packaged
+    assert paths.playbook("site.yml").read_text() == (ROOT / "playbooks" / "site.yml").read_text()
+    assert (paths.roles_dir() / "slurm" / "templates" / "slurm.conf.j2").is_file()
+    assert (paths.templates_dir() / "pxe" / "user-data.j2").is_file()
+    # The roles' Molecule scenarios are tests, not assets.
+    assert not list(paths.roles_dir().glob("*/molecule"))

@@ -5,7 +5,8 @@ of the project (`roles/`, `playbooks/`, `templates/`, beside `Pulumi.yaml`). The
 
 1. `$MYRIAD_HOME`, when it is set (a checkout or an unpacked release of the project);
 2. else the checkout this package sits in (`<project>/src/myriad/paths.py`);
-3. else there is none, and asking for an asset raises a MyriadError that says what to set.
+3. else the copy an installed wheel carries (`myriad/_project/`, made by setup.py);
+4. else there is none, and asking for an asset raises a MyriadError that says what to set.
 
 Nothing is looked up at import time, so the package imports (and plans, renders, reads
 stack outputs) anywhere; only the steps that run Ansible or Pulumi need the project.
@@ -22,6 +23,7 @@ HOME_ENV = "MYRIAD_HOME"
 # What makes a folder a Myriad project: the playbooks and the roles they apply.
 _MARKERS = ("roles", "playbooks")
 _CHECKOUT = Path(__file__).resolve().parents[2]
+_PACKAGED = Path(__file__).resolve().parent / "_project"
 
 
 def _is_project(folder: Path) -> bool:
@@ -42,6 +44,8 @@ def project_root() -> Path:
         return folder
     if _is_project(_CHECKOUT):
         return _CHECKOUT
+    if _is_project(_PACKAGED):
+        return _PACKAGED
     raise ProjectNotFound(
         f"cannot find Myriad's roles/ and playbooks/: this package ({_CHECKOUT}) is not in a "
         f"checkout; set ${HOME_ENV} to the folder of a Myriad checkout"
