@@ -275,3 +275,33 @@ def test_the_hgx_tree_places_each_gpu_where_nccls_own_dump_does(tmp_path: Path) 
     hw = discovered(tmp_path, HGX_FILE.read_text())
     assert {g.bdf: (g.switch, g.numa_node) for g in hw.gpus} == nccl
     assert len(nccl) == 8
+
+
+def test_the_topology_from_the_map_matches_nccls_dump_of_that_machine(tmp_path: Path) -> None:
+    import xml.etree.ElementTree as ET
+
+    from myriad.node.hardware.topology import nccl_topology
+
+    hw = discovered(tmp_path, HGX_FILE.read_text())
+    expected = {"compute": {"model": "ConnectX-7", "count": 8}, "sm": 90, "pcie_gen": 5}
+    topology = nccl_topology(hw, assign(hw, expected).compute, expected)
+    mine = {
+        (cpu["numa_id"], switch["busid"], gpu["busid"], gpu["dev"], gpu["sm"])
+        for cpu in topology["cpus"]
+        for switch in cpu["pcie_switches"]
+        for gpu in switch["gpus"]
+    }
+    dump = ET.parse(SAMPLES.parent / "nccl-topo" / "hgx-h200_vastai-vm_nccl-topo-dump.xml")
+    nccls = {
+        (int(cpu.get("numaid", "-1")), switch.get("busid"), pci.get("busid"),
+         int(pci.find("gpu").get("dev", "-1")), int(pci.find("gpu").get("sm", "0")))  # type: ignore[union-attr]
+        for cpu in dump.getroot().iter("cpu")
+        for switch in cpu.findall("pci")
+        for pci in switch.findall("pci")
+        if pci.find("gpu") is not None
+    }  # fmt: skip
+    assert mine == nccls
+    # The rail NICs go under their GPU's switch (NCCL listed none there: it ran on sockets).
+    first = topology["cpus"][0]["pcie_switches"][0]
+    assert first["nics"] == [{"busid": "0000:84:00.0", "name": "mlx5_0", "port": 1}]
+    assert topology["pcie_gen"] == 5

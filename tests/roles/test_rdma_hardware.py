@@ -45,7 +45,10 @@ def expectation(**compute: Any) -> dict[str, Any]:
 
 
 def run_role(
-    tmp_path: Path, expected: dict[str, Any], tree: str | None = None
+    tmp_path: Path,
+    expected: dict[str, Any],
+    tree: str | None = None,
+    nccl: dict[str, Any] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     sysfs = tmp_path / "sys"
     if not sysfs.exists():
@@ -59,6 +62,17 @@ def run_role(
         "rdma_sysfs": str(sysfs),
         "ansible_python_interpreter": sys.executable,
     }
+    tasks: list[dict[str, Any]] = [
+        {
+            "name": "Run the hardware step",
+            "ansible.builtin.include_role": {"name": "rdma", "tasks_from": "hardware"},
+        }
+    ]
+    if nccl is not None:
+        variables.update(nccl)
+        tasks.append(
+            {"name": "Run the nccl role", "ansible.builtin.include_role": {"name": "nccl"}}
+        )
     playbook = tmp_path / "play.yml"
     playbook.write_text(
         yaml.safe_dump(
@@ -66,15 +80,7 @@ def run_role(
                 {
                     "hosts": "localhost",
                     "gather_facts": False,
-                    "tasks": [
-                        {
-                            "name": "Run the hardware step",
-                            "ansible.builtin.include_role": {
-                                "name": "rdma",
-                                "tasks_from": "hardware",
-                            },
-                        }
-                    ],
+                    "tasks": tasks,
                 }
             ]
         )
@@ -133,3 +139,34 @@ def test_a_node_rdma_core_already_renamed_is_judged_by_its_pinned_names(tmp_path
     record = json.loads((tmp_path / "etc/myriad/hardware.json").read_text())
     devices = {p["bdf"]: p["rdma_device"] for p in record["ports"]}
     assert (devices["0000:18:00.0"], devices["0000:c0:00.0"]) == ("mlx5_0", "mlx5_9")
+
+
+def test_nccl_writes_the_topology_discovery_found(tmp_path: Path) -> None:
+    expected = expectation()
+    nccl = {
+        "nccl_topology_from_map": True,
+        "nccl_hardware_lib_dir": str(tmp_path / "lib"),
+        "nccl_hardware_expectation_file": str(tmp_path / "etc/myriad/hardware-expected.json"),
+        "nccl_hardware_sysfs": str(tmp_path / "sys"),
+        "nccl_conf_path": str(tmp_path / "etc/nccl.conf"),
+        "nccl_topology_path": str(tmp_path / "etc/nccl/topo.xml"),
+        "nccl_enroot_mounts_dir": str(tmp_path / "etc/enroot/mounts.d"),
+        "nccl_cdi_dir": str(tmp_path / "etc/cdi"),
+        "nccl_hcas": [
+            {"name": d, "port": 1, "rail": i} for i, d in enumerate(expected["compute"]["devices"])
+        ],
+    }
+    result = run_role(tmp_path, expected, nccl=nccl)
+    assert result.returncode == 0, result.stdout[-4000:]
+    topo = (tmp_path / "etc/nccl/topo.xml").read_text()
+    # GPU 5 and its HCA mlx5_9 under their switch (Table 6), on CPU 1, PCIe Gen5 links.
+    switch = topo.index('<pci busid="0000:be:00.0" class="0x060400" link_speed="32.0 GT/s PCIe"')
+    block = topo[switch : topo.index("</pci>\n    <pci", switch)]
+    assert '<pci busid="0000:c3:00.0" class="0x030200"' in block
+    assert '<gpu dev="5" sm="90" rank="5"/>' in block
+    assert '<net name="mlx5_9" speed="400000" port="1" guid="0xa088c20300ddc000"/>' in block
+    assert topo.count("<gpu ") == 8 and topo.count("<net ") == 8
+    assert (
+        "NCCL_TOPO_FILE=" + str(tmp_path / "etc/nccl/topo.xml")
+        in (tmp_path / "etc/nccl.conf").read_text()
+    )

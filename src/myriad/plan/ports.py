@@ -108,9 +108,12 @@ def hardware_expectation(
     names the field to fix. `devices` are the RDMA devices the inventory gives the roles for
     each port, in rail order.
     """
-    expected: dict[str, Any] = {"where": where}
+    expected: dict[str, Any] = {"where": where, "pcie_gen": profile.pcie.gen}
     if profile.gpu is not None:
         expected["gpus"] = profile.gpu.count
+        sm = catalog.gpus[profile.gpu.model].compute_capability
+        if sm is not None:
+            expected["sm"] = sm
     for purpose in ("compute", "storage"):
         group: NicGroup | None = getattr(profile.nics, purpose)
         if group is None or not catalog.nics[group.model].rdma:

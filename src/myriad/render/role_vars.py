@@ -389,6 +389,9 @@ def pool_vars(spec: Cluster, catalog: Catalog, pool: Pool) -> dict[str, Any]:
         expected = hardware_expectation(profile, catalog, fabric, f"profiles.{pool.profile}.nics")
         if "compute" in expected or "storage" in expected:
             variables["rdma_hardware_expectation"] = expected
+        if "compute" in expected and fabric in ("infiniband", "roce"):
+            # NCCL's topology file from the node's own map (bus ids, switches, pinned names).
+            variables["nccl_topology_from_map"] = True
         # Nothing but the netnames role gives the ports the names made up above.
         named = ports_to_name(profile, catalog, fabric)
         if named:

@@ -54,6 +54,12 @@ class GpuModel(_Entry):
         description="nccl-tests all_reduce busbw of one 8-GPU node at large messages, GB/s",
     )
     pci_ids: tuple[PciId, ...] = Field(default=(), description=PCI_IDS_DESCRIPTION)
+    compute_capability: int | None = Field(
+        default=None,
+        ge=10,
+        le=200,
+        description="CUDA compute capability times ten (90 for 9.0), as NCCL's topology says sm",
+    )
 
 
 class NicModel(_Entry):

@@ -6,6 +6,7 @@
 --pinned: map and check under the names the pinning rules give (rules), not the current ones.
     capture  [--sysfs /sys]                   print the tree discovery reads (tests/samples)
     rules    [--sysfs /sys]                   print the udev rules pinning RDMA names
+    topology [--sysfs /sys] --expect FILE     print NCCL's topology (the nccl role's shape)
 
 FILE is the JSON `myriad.plan.ports.hardware_expectation` writes for the node's profile.
 `check` runs before any firmware or naming change: its exit code stops the role.
@@ -23,6 +24,7 @@ from myriad.node.hardware.discover import discover
 from myriad.node.hardware.naming import kernel_names, udev_rules, with_names
 from myriad.node.hardware.profile import assign
 from myriad.node.hardware.sysfs import Sysfs
+from myriad.node.hardware.topology import nccl_topology
 from myriad.node.hardware.tree import capture
 
 
@@ -41,7 +43,7 @@ def _expectation(path: str | None) -> dict[str, Any] | None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python3 -m myriad.node.hardware")
-    parser.add_argument("command", choices=("map", "check", "capture", "rules"))
+    parser.add_argument("command", choices=("map", "check", "capture", "rules", "topology"))
     parser.add_argument("--sysfs", default="/sys")
     parser.add_argument("--expect")
     parser.add_argument("--pinned", action="store_true")
@@ -57,8 +59,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.pinned:
         hw = with_names(hw, dict(kernel_names(hw)))
-    if args.command == "check" and expected is None:
-        parser.error("check needs --expect FILE")
+    if args.command in ("check", "topology") and expected is None:
+        parser.error(f"{args.command} needs --expect FILE")
     result = assign(hw, expected) if expected is not None else None
     if args.command == "map":
         record: dict[str, Any] = hw.to_json()
@@ -68,6 +70,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.write("\n")
         return 0
     assert result is not None
+    if args.command == "topology":
+        json.dump(nccl_topology(hw, result.compute, expected or {}), sys.stdout, indent=1)
+        sys.stdout.write("\n")
+        return 0
     for problem in result.problems:
         print(problem, file=sys.stderr)
     return 2 if result.problems else 0
