@@ -115,7 +115,9 @@ class Boto3Lookups:
                 {"Name": k, "Value": v} for k, v in sorted(metric["MetricDimensions"].items())
             ],
             StartTime=now - _USAGE_WINDOW,
-            EndTime=now,
+            # A minute ahead: the request's times go out in whole seconds, and the current
+            # minute's data point must stay inside the window.
+            EndTime=now + datetime.timedelta(minutes=1),
             Period=60,
             Statistics=["Maximum"],
         )
