@@ -25,7 +25,11 @@ not, and each strictness below is one a real BMC family is known for:
 - optionally (`tasks`), the reset and the Boot PATCH as asynchronous operations (DSP0266
   "Asynchronous operations"): applied, then answered 202 Accepted with the `Location` of a
   task monitor, which answers 202 (with `Retry-After`) twice and then the Task resource,
-  `TaskState` `Completed` (or `Exception` with a message, `task_fails`).
+  `TaskState` `Completed` (or `Exception` with a message, `task_fails`);
+- optionally (`boot_options`), the system's UEFI boot options (ComputerSystem `Boot.BootOptions`,
+  BootOption `BootOptionReference` and `UefiDevicePath`, DMTF schemas) and a one-time boot of
+  one of them: `BootSourceOverrideTarget` `UefiBootNext` with `Boot.BootNext` naming it, as a
+  server with many NICs offers so that the boot NIC is chosen by the client, not the firmware.
 
 Every request is recorded (method, path, auth kind) so tests can check what was sent.
 """
@@ -75,6 +79,8 @@ class QuirkProxy:
     tasks: bool = False  # reset and Boot PATCH answer 202 with a task monitor
     task_fails: bool = False  # ...whose task ends in Exception
     monitors: dict[str, int] = field(default_factory=dict)  # monitor path -> polls left
+    boot_options: list[dict[str, str]] = field(default_factory=list)  # Id, reference, path
+    boot_next: str | None = None  # the BootNext a UefiBootNext override set
 
     def calls(self, method: str, suffix: str = "") -> list[Seen]:
         with self.lock:
@@ -298,6 +304,16 @@ def _handler(proxy: QuirkProxy) -> type[http.server.BaseHTTPRequestHandler]:
                     "POST", f"{system}/Actions/ComputerSystem.Reset", basic, body
                 )
                 self._accepted(status, answer)
+            elif system and path == f"{system}/BootOptions" and proxy.boot_options:
+                members = [{"@odata.id": f"{path}/{o['Id']}"} for o in proxy.boot_options]
+                self._send(200, {"Members": members, "Members@odata.count": len(members)})
+            elif system and path.startswith(f"{system}/BootOptions/") and proxy.boot_options:
+                ident = path.rsplit("/", 1)[1]
+                found = [o for o in proxy.boot_options if o["Id"] == ident]
+                if found:
+                    self._send(200, {"@odata.id": path, **found[0]})
+                else:
+                    self._error(404, "no such boot option")
             elif system and path == f"{system}/SecureBoot" and proxy.no_secure_boot:
                 self._error(404, "resource not found")
             elif path.endswith("/Actions/ComputerSystem.Reset"):
@@ -314,6 +330,16 @@ def _handler(proxy: QuirkProxy) -> type[http.server.BaseHTTPRequestHandler]:
             if status != 200 or not isinstance(answer, dict):
                 self._send(status, answer)
                 return
+            if proxy.boot_options:
+                boot = answer.setdefault("Boot", {})
+                boot["BootOptions"] = {"@odata.id": f"{system}/BootOptions"}
+                boot["BootOrder"] = [o["BootOptionReference"] for o in proxy.boot_options]
+                allowed = boot.setdefault("BootSourceOverrideTarget@Redfish.AllowableValues", [])
+                allowed.append("UefiBootNext")
+                if proxy.boot_next is not None:
+                    boot["BootNext"] = proxy.boot_next
+                    boot["BootSourceOverrideTarget"] = "UefiBootNext"
+                    boot["BootSourceOverrideEnabled"] = "Once"
             answer["@Redfish.Settings"] = {
                 "@odata.type": "#Settings.v1_3_5.Settings",
                 "SettingsObject": {"@odata.id": f"{system}/Settings"},
@@ -350,6 +376,18 @@ def _handler(proxy: QuirkProxy) -> type[http.server.BaseHTTPRequestHandler]:
             boot = (body or {}).get("Boot") or {}
             if "BootSourceOverrideMode" not in boot:
                 self._error(400, "BootSourceOverrideMode is required with a boot override")
+                return
+            if boot.get("BootSourceOverrideTarget") == "UefiBootNext":
+                references = [o["BootOptionReference"] for o in proxy.boot_options]
+                if boot.get("BootNext") not in references:
+                    self._error(400, f"BootNext must be one of BootOrder {references}")
+                    return
+                if boot.get("BootSourceOverrideEnabled") != "Once":
+                    self._error(400, "UefiBootNext is a one-time boot (Once)")
+                    return
+                with proxy.lock:
+                    proxy.boot_next = boot["BootNext"]
+                self._accepted(204, None)
                 return
             status, answer = self._backend("PATCH", system, basic, body)
             self._accepted(status, answer)

@@ -69,6 +69,8 @@ def fifty_node_spec(path: Path, bmc_urls: list[str]) -> Cluster:
         if pool["name"] == "gpu":
             pool["count"] = NODES - 3
     data["network"]["addressing"]["management"] = "127.0.0.0/16"
+    # The fake installers answer with OS's banner marker, whatever the example's release.
+    data["software"]["os"] = OS
     data["provider"]["baremetal"] = {"parallel_installs": PARALLEL}
     path.write_text(yaml.safe_dump(data, sort_keys=False))
     names = [node.name for node in iter_nodes(load_spec(path).spec)]

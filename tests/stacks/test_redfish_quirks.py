@@ -260,3 +260,80 @@ def test_a_task_that_fails_fails_the_step_with_its_message(
     failure = pytest.raises(RedfishError, match=r"Exception.*boot configuration could not")
     with client(strict, redfish_emulator) as session, failure:
         session.set_next_boot(path, "Pxe", "UEFI")
+
+
+# UEFI device paths as BMCs report them (UEFI text form: MAC(<address>,<if type>), then IPv4()
+# for PXE over IPv4, IPv6() for PXE over IPv6, Uri() for HTTP boot).
+NIC_OPTIONS = [
+    {
+        "Id": "Boot0001",
+        "BootOptionReference": "Boot0001",
+        "DisplayName": "UEFI PXEv4 (MAC:3CFDFE0000AA)",
+        "UefiDevicePath": "PciRoot(0x0)/Pci(0x1,0x0)/Pci(0x0,0x0)/MAC(3CFDFE0000AA,0x1)/"
+        "IPv4(0.0.0.0,0x0,DHCP,0.0.0.0,0.0.0.0,0.0.0.0)",
+    },
+    {
+        "Id": "Boot0002",
+        "BootOptionReference": "Boot0002",
+        "DisplayName": "UEFI HTTPv4 (MAC:020000000001)",
+        "UefiDevicePath": "PciRoot(0x0)/Pci(0x3,0x0)/Pci(0x0,0x0)/MAC(020000000001,0x1)/"
+        "IPv4(0.0.0.0,0x0,DHCP,0.0.0.0,0.0.0.0,0.0.0.0)/Uri()",
+    },
+    {
+        "Id": "Boot0003",
+        "BootOptionReference": "Boot0003",
+        "DisplayName": "UEFI PXEv6 (MAC:020000000001)",
+        "UefiDevicePath": "PciRoot(0x0)/Pci(0x3,0x0)/Pci(0x0,0x0)/MAC(020000000001,0x1)/"
+        "IPv6(0000:0000:0000:0000:0000:0000:0000:0000,0x0,Static,"
+        "0000:0000:0000:0000:0000:0000:0000:0000,0x40,0000:0000:0000:0000:0000:0000:0000:0000)",
+    },
+    {
+        "Id": "Boot0004",
+        "BootOptionReference": "Boot0004",
+        "DisplayName": "UEFI PXEv4 (MAC:020000000001)",
+        "UefiDevicePath": "PciRoot(0x0)/Pci(0x3,0x0)/Pci(0x0,0x0)/MAC(020000000001,0x1)/"
+        "IPv4(0.0.0.0,0x0,DHCP,0.0.0.0,0.0.0.0,0.0.0.0)",
+    },
+    {
+        "Id": "Boot0005",
+        "BootOptionReference": "Boot0005",
+        "DisplayName": "ubuntu",
+        "UefiDevicePath": "HD(1,GPT,0FC63DAF-8483-4772-8E79-3D69D8477DE4,0x800,0x100000)/"
+        "\\EFI\\ubuntu\\shimx64.efi",
+    },
+]
+
+
+def test_the_install_boots_the_nic_dnsmasq_knows(
+    strict: QuirkProxy, redfish_emulator: Emulator, tmp_path: Path
+) -> None:
+    """With 9-12 NICs, a plain Pxe override lets the firmware pick one: where the BMC lists
+    boot options, the one-time boot names the PXEv4 option of the host entry's MAC."""
+    power_off(redfish_emulator, "gpu01")
+    strict.boot_options = NIC_OPTIONS
+    pxe = make_pxe_root(tmp_path / "pxe")
+    news = {**props(redfish_emulator, "gpu01", pxe.root), "bmc_address": strict.url}
+    assert news["mac"] == "02:00:00:00:00:01"
+    RedfishNodeProvider().create(news)
+    (patch,) = strict.calls("PATCH")
+    assert patch.body == {
+        "Boot": {
+            "BootSourceOverrideTarget": "UefiBootNext",
+            "BootSourceOverrideEnabled": "Once",
+            "BootNext": "Boot0004",  # not HTTP boot, not PXE over IPv6, not another NIC
+            "BootSourceOverrideMode": "UEFI",
+        }
+    }
+    assert strict.boot_next == "Boot0004"
+    power_off(redfish_emulator, "gpu01")
+
+
+def test_without_an_option_for_the_mac_the_override_is_plain_pxe(
+    strict: QuirkProxy, redfish_emulator: Emulator
+) -> None:
+    strict.boot_options = [o for o in NIC_OPTIONS if o["Id"] != "Boot0004"]
+    with client(strict, redfish_emulator) as session:
+        session.set_next_boot("/redfish/v1/Systems/gpu02", "Pxe", "UEFI", mac="02:00:00:00:00:01")
+    (patch,) = strict.calls("PATCH")
+    assert patch.body["Boot"]["BootSourceOverrideTarget"] == "Pxe"
+    assert "BootNext" not in patch.body["Boot"]

@@ -294,8 +294,15 @@ class RedfishClient:
     def system(self, path: str) -> SystemState:
         return _system_state(path, self.get(path), self.base_url)
 
-    def set_next_boot(self, path: str, target: str = "Pxe", mode: str = "UEFI") -> None:
+    def set_next_boot(
+        self, path: str, target: str = "Pxe", mode: str = "UEFI", *, mac: str | None = None
+    ) -> None:
         """Boot from `target` once, in `mode`; the override clears itself after that boot.
+
+        With `mac`, a UEFI network boot names that NIC where the BMC lists the system's boot
+        options: `UefiBootNext` with `BootNext` set to the PXE-over-IPv4 option whose device
+        path holds the MAC (`boot_option_for`). A plain `Pxe` override lets the firmware pick
+        a NIC, on a server with 9-12 of them often one whose MAC dnsmasq does not know.
 
         The PATCH goes to the system's `@Redfish.Settings` object when it names one (iDRAC
         10 applies boot settings there), with `If-Match` and the ETag of what it patches
@@ -314,6 +321,24 @@ class RedfishClient:
             "BootSourceOverrideTarget": target,
             "BootSourceOverrideEnabled": "Once",
         }
+        options = _mapping(boot.get("BootOptions")).get("@odata.id")
+        boot_next_allowed = not isinstance(allowed, list) or "UefiBootNext" in allowed
+        if mac and target == "Pxe" and mode == "UEFI" and isinstance(options, str):
+            reference = self.boot_option_for(options, mac) if boot_next_allowed else None
+            if reference is not None:
+                override = {
+                    "BootSourceOverrideTarget": "UefiBootNext",
+                    "BootSourceOverrideEnabled": "Once",
+                    "BootNext": reference,
+                }
+            else:
+                logger.warning(
+                    "%s: %s lists no UEFI PXEv4 boot option for %s%s; the firmware picks the NIC",
+                    self.base_url,
+                    path,
+                    mac,
+                    "" if boot_next_allowed else " (or does not allow UefiBootNext)",
+                )
         if "BootSourceOverrideMode" in boot:
             modes = boot.get("BootSourceOverrideMode@Redfish.AllowableValues")
             if isinstance(modes, list) and modes and mode not in modes:
@@ -336,6 +361,31 @@ class RedfishClient:
             # Changed between our GET and PATCH (412 Precondition Failed): read it again once.
             _, etag = self.get_with_etag(where)
             self.patch(where, {"Boot": override}, etag)
+
+    def boot_option_for(self, collection: str, mac: str) -> str | None:
+        """The `BootOptionReference` of the PXE-over-IPv4 boot option of the NIC `mac`.
+
+        Each BootOption (DMTF schema) has a `UefiDevicePath` in the UEFI text form: the NIC's
+        `MAC(<12 hex digits>,<type>)` node, then `IPv4(...)` for PXE over IPv4; `IPv6(...)` is
+        PXE over IPv6 and a trailing `Uri(...)` HTTP boot, which dnsmasq's answers do not serve.
+        """
+        wanted = "MAC(" + mac.replace(":", "").replace("-", "").upper() + ","
+        for member in self.get(collection).get("Members", []) or []:
+            link = _mapping(member).get("@odata.id")
+            if not isinstance(link, str):
+                continue
+            option = self.get(link)
+            device = str(option.get("UefiDevicePath") or "").upper()
+            reference = option.get("BootOptionReference")
+            if (
+                wanted in device
+                and "/IPV4(" in device
+                and "/URI(" not in device
+                and option.get("BootOptionEnabled") is not False
+                and isinstance(reference, str)
+            ):
+                return reference
+        return None
 
     def secure_boot_enabled(self, path: str) -> bool:
         link = _mapping(self.get(path).get("SecureBoot")).get("@odata.id")
@@ -666,7 +716,7 @@ def _refuse_running(target: NodeTarget, state: SystemState, doing: str) -> None:
 def boot_for_install(client: RedfishClient, target: NodeTarget, path: str) -> None:
     """One-time network boot, then power on; only for a node that is off."""
     _refuse_running(target, client.system(path), "start its install")
-    client.set_next_boot(path, "Pxe", target.boot_mode)
+    client.set_next_boot(path, "Pxe", target.boot_mode, mac=target.mac or None)
     client.reset(path, ["On", "PushPowerButton"])
 
 
@@ -691,7 +741,7 @@ def start_install(
         record = pxe.flag(target.name, target.mac, install_id, limit=limit)
         try:
             # Set now even when queued: the wait sets it again just before powering on.
-            client.set_next_boot(path, "Pxe", target.boot_mode)
+            client.set_next_boot(path, "Pxe", target.boot_mode, mac=target.mac or None)
             if record.state == "installing":
                 client.reset(path, ["On", "PushPowerButton"])
         except RedfishError as exc:
