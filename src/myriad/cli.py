@@ -22,6 +22,7 @@ from myriad.fsutil import atomic_write_text
 
 if TYPE_CHECKING:
     from myriad.bringup.verbs import Reimager, Validator
+    from myriad.ops.nodes import NodeChange
     from myriad.runner import Tuning
     from myriad.spec.catalog_models import Catalog
 
@@ -484,27 +485,36 @@ def _cmd_provision_wait(args: argparse.Namespace, out: Console, err: Console) ->
 def _cmd_drain(args: argparse.Namespace, out: Console, err: Console) -> int:
     from myriad.ops import nodes
 
-    return nodes.drain(
+    changes = nodes.drain(
         args.spec,
         _split(args.nodes) or [],
         args.reason,
-        out,
         stack=args.stack,
         stack_outputs=args.stack_outputs,
     )
+    return _print_changes(args, changes)
 
 
 def _cmd_resume(args: argparse.Namespace, out: Console, err: Console) -> int:
     from myriad.ops import nodes
 
-    return nodes.resume(
+    changes = nodes.resume(
         args.spec,
         _split(args.nodes) or [],
-        out,
         force=args.force,
         stack=args.stack,
         stack_outputs=args.stack_outputs,
     )
+    return _print_changes(args, changes)
+
+
+def _print_changes(args: argparse.Namespace, changes: Sequence[NodeChange]) -> int:
+    if args.json:
+        document = {"format": JSON_FORMAT, "nodes": [change.to_dict() for change in changes]}
+        sys.stdout.write(json.dumps(document, indent=2) + "\n")
+    else:
+        sys.stdout.write("".join(change.describe() + "\n" for change in changes))
+    return EXIT_OK
 
 
 def _cmd_roll(args: argparse.Namespace, out: Console, err: Console) -> int:
@@ -576,6 +586,7 @@ def _add_ops_commands(commands: argparse._SubParsersAction[argparse.ArgumentPars
     drain.add_argument("nodes", help="comma-separated compute nodes")
     drain.add_argument("--reason", required=True, help="why (recorded with your user name)")
     cluster_source(drain)
+    drain.add_argument("--json", action="store_true", help="what changed, as JSON")
     drain.set_defaults(handler=_cmd_drain)
 
     resume = commands.add_parser(
@@ -588,6 +599,7 @@ def _add_ops_commands(commands: argparse._SubParsersAction[argparse.ArgumentPars
         "--force", action="store_true", help="also resume nodes drained by the node health runner"
     )
     cluster_source(resume)
+    resume.add_argument("--json", action="store_true", help="what changed, as JSON")
     resume.set_defaults(handler=_cmd_resume)
 
     roll = commands.add_parser(

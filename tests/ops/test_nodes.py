@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import io
 from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-from rich.console import Console
 
 from myriad.errors import OpsError, OpsInputError
 from myriad.ops import nodes
@@ -32,10 +30,6 @@ class Recorded:
         return Completed(0, "", "")
 
 
-def console() -> Console:
-    return Console(file=io.StringIO(), width=200)
-
-
 @pytest.fixture(autouse=True)
 def state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MYRIAD_STATE_DIR", str(tmp_path))
@@ -44,8 +38,12 @@ def state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 def test_drain_writes_who_and_why(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("myriad.ops.slurm.getpass.getuser", lambda: "alice")
     recorded = Recorded("node01|idle|none\n", squeue="7|node01|bob|train\n")
-    code = nodes.drain(EXAMPLE, ["node01"], "bad DIMM", console(), slurm=Slurm(["x"], recorded))
-    assert code == 0
+    changes = nodes.drain(EXAMPLE, ["node01"], "bad DIMM", slurm=Slurm(["x"], recorded))
+    # Its job runs to its end: Slurm drains it after.
+    assert [(c.node, c.outcome) for c in changes] == [("node01", "draining")]
+    assert changes[0].describe() == (
+        "node01: draining: its jobs run to their end (reason 'myriad: drain by alice: bad DIMM')"
+    )
     assert recorded.commands[0] == (
         "scontrol", "update", "NodeName=node01", "State=DRAIN",
         "Reason=myriad: drain by alice: bad DIMM",
@@ -59,21 +57,26 @@ def test_resume_refuses_health_drains_and_resumes_nothing() -> None:
     )
     slurm = Slurm(["x"], recorded)
     with pytest.raises(OpsError, match=r"node02 \(myriad-health: gpu.ecc failed\).*--force"):
-        nodes.resume(EXAMPLE, ["node01", "node02"], console(), slurm=slurm)
+        nodes.resume(EXAMPLE, ["node01", "node02"], slurm=slurm)
     assert not any(c[0] == "scontrol" for c in recorded.commands)
-    assert nodes.resume(EXAMPLE, ["node01", "node02"], console(), force=True, slurm=slurm) == 0
+    changes = nodes.resume(EXAMPLE, ["node01", "node02"], force=True, slurm=slurm)
+    assert [c.outcome for c in changes] == ["resumed", "resumed"]
     assert recorded.commands[-1] == ("scontrol", "update", "NodeName=node01,node02", "State=RESUME")
 
 
 def test_resume_leaves_nodes_that_are_not_drained() -> None:
     recorded = Recorded("node01|idle|none\nnode03|drained|myriad: roll by root: x\n")
-    nodes.resume(EXAMPLE, ["node01", "node03"], console(), slurm=Slurm(["x"], recorded))
+    changes = nodes.resume(EXAMPLE, ["node01", "node03"], slurm=Slurm(["x"], recorded))
     assert recorded.commands[-1] == ("scontrol", "update", "NodeName=node03", "State=RESUME")
+    assert [c.describe() for c in changes] == [
+        "node01: not drained (idle); left as it is",
+        "node03: resumed (was 'myriad: roll by root: x')",
+    ]
 
 
 def test_unknown_nodes_and_empty_reasons_are_input_errors() -> None:
     slurm = Slurm(["x"], Recorded(""))
     with pytest.raises(OpsInputError, match="ctl01: not a compute node"):
-        nodes.drain(EXAMPLE, ["ctl01"], "x", console(), slurm=slurm)
+        nodes.drain(EXAMPLE, ["ctl01"], "x", slurm=slurm)
     with pytest.raises(OpsInputError, match="--reason is empty"):
-        nodes.drain(EXAMPLE, ["node01"], "  ", console(), slurm=slurm)
+        nodes.drain(EXAMPLE, ["node01"], "  ", slurm=slurm)

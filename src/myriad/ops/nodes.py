@@ -9,14 +9,36 @@ unless forced, and resumes nothing when it refuses any node.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
-
-from rich.console import Console
+from typing import Any, Literal
 
 from myriad.errors import OpsError, OpsInputError
 from myriad.ops.slurm import Slurm, check_names, reason_for
 from myriad.provision.resolve import ResolvedCluster, resolve_cluster
 from myriad.render.inventory import Inventory
+
+
+@dataclass(frozen=True, slots=True)
+class NodeChange:
+    """What drain or resume did to one node, and the reason Slurm holds for it."""
+
+    node: str
+    outcome: Literal["drained", "draining", "resumed", "unchanged"]
+    reason: str
+    note: str = ""
+
+    def describe(self) -> str:
+        if self.outcome == "draining":
+            return f"{self.node}: draining: its jobs run to their end (reason {self.reason!r})"
+        if self.outcome == "drained":
+            return f"{self.node}: drained (reason {self.reason!r})"
+        if self.outcome == "resumed":
+            return f"{self.node}: resumed (was {self.reason!r})"
+        return f"{self.node}: not drained ({self.note}); left as it is"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
 
 
 def compute_nodes(inventory: Inventory) -> list[str]:
@@ -39,12 +61,11 @@ def drain(
     spec_path: Path,
     nodes: Sequence[str],
     reason: str,
-    console: Console,
     *,
     stack: str | None = None,
     stack_outputs: Path | None = None,
     slurm: Slurm | None = None,
-) -> int:
+) -> list[NodeChange]:
     cluster, default = _cluster(spec_path, stack, stack_outputs)
     slurm = slurm or default
     check_names(nodes, compute_nodes(cluster.inventory), cluster.spec.metadata.name)
@@ -53,22 +74,18 @@ def drain(
     text = reason_for("drain", reason)
     slurm.drain(nodes, text)
     busy = {n for job in slurm.jobs(nodes) for n in job.nodes}
-    for node in nodes:
-        note = "draining: its jobs run to their end" if node in busy else "drained"
-        console.print(f"{node}: {note} (reason {text!r})", markup=False)
-    return 0
+    return [NodeChange(node, "draining" if node in busy else "drained", text) for node in nodes]
 
 
 def resume(
     spec_path: Path,
     nodes: Sequence[str],
-    console: Console,
     *,
     force: bool = False,
     stack: str | None = None,
     stack_outputs: Path | None = None,
     slurm: Slurm | None = None,
-) -> int:
+) -> list[NodeChange]:
     cluster, default = _cluster(spec_path, stack, stack_outputs)
     slurm = slurm or default
     check_names(nodes, compute_nodes(cluster.inventory), cluster.spec.metadata.name)
@@ -84,11 +101,11 @@ def resume(
             "resume anyway; no node was resumed"
         )
     to_resume = [n for n in nodes if states[n].drained]
-    for node in nodes:
-        if node not in to_resume:
-            console.print(f"{node}: not drained ({states[node].state}); left as it is")
     if to_resume:
         slurm.resume(to_resume)
-        for node in to_resume:
-            console.print(f"{node}: resumed (was {states[node].reason!r})", markup=False)
-    return 0
+    return [
+        NodeChange(node, "resumed", states[node].reason or "")
+        if node in to_resume
+        else NodeChange(node, "unchanged", states[node].reason or "", states[node].state)
+        for node in nodes
+    ]
