@@ -498,6 +498,10 @@ class Capacity:
     def template_options(self) -> dict[str, Any]:
         if self.market == "on-demand":
             return {}
+        if self.market == "capacity-reservation" and self.resource_group_arn is None:
+            # The reservation is gone (its nodes run on as On-Demand instances): nothing to
+            # target; the fleet keeps its options (`fleet_options` depends on the market only).
+            return {}
         target_args = (
             aws.ec2.LaunchTemplateCapacityReservationSpecificationCapacityReservationTargetArgs
         )
@@ -1140,8 +1144,12 @@ class AwsCluster(pulumi.ComponentResource):
             # By the spec's id, found or not: a block the preflight did not need to read (its
             # island runs) keeps the island's inputs as they were.
             return Capacity(market, island_reservation(spec, island))
-        if market == "on-demand" or reservation is None:
+        if market == "on-demand":
             return Capacity()
+        if reservation is None:
+            # Not found, and the preflight found every node of the island running: the
+            # island's fleet keeps its inputs (a changed market would replace it).
+            return Capacity(market, island_reservation(spec, island))
         if reservation.id in groups:
             return groups[reservation.id]
         # The cluster-wide reservation keeps the name it always had; an island's own gets its id.

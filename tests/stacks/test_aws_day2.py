@@ -415,3 +415,25 @@ def test_only_root_reaches_instance_metadata_on_login_nodes() -> None:
         if "myriad:island" in t.inputs["tags"]
     ]
     assert "bootcmd" not in yaml.safe_load(base64.b64decode(island[0].inputs["userData"]))
+
+
+def test_a_reservation_gone_while_its_nodes_run_does_not_block_the_next_up() -> None:
+    # An On-Demand Capacity Reservation that expired is not found at all; its instances run
+    # on as On-Demand instances. With every node running, nothing needs its capacity.
+    odcr = "cr-0123456789abcdef0"
+
+    def missing(_args: dict[str, Any]) -> dict[str, Any]:
+        raise Exception("ResourceNotFoundException: not found")
+
+    spec = gpus(2, market="capacity-reservation", reservation_id=odcr)
+    calls = {
+        "aws:cloudcontrol/getResource:getResource": missing,
+        INSTANCES_TOKEN: running_in({("0", odcr): 2}),
+    }
+    (fleet,) = run(spec, calls=calls).of_type("ec2/fleet:Fleet")
+    # The fleet's inputs as they were: a changed capacity option would replace the island.
+    assert fleet.inputs["onDemandOptions"]["capacityReservationOptions"] == {
+        "usageStrategy": "use-capacity-reservations-first"
+    }
+    message, _ = refused(spec, calls={"aws:cloudcontrol/getResource:getResource": missing})
+    assert f"capacity reservation {odcr} (island-0) does not exist" in message
