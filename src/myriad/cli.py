@@ -543,7 +543,17 @@ def _cmd_roll(args: argparse.Namespace, out: Console, err: Console) -> int:
         poll_s=args.poll,
     )
     if args.plan:
-        return plan_roll(args.spec, out, options, **where)
+        planned = plan_roll(args.spec, options, **where)
+        if args.json:
+            document = {"format": JSON_FORMAT, **planned.to_dict()}
+            sys.stdout.write(json.dumps(document, indent=2) + "\n")
+        else:
+            from myriad.views.roll_plan import print_roll_plan
+
+            print_roll_plan(out, planned)
+        return EXIT_PROBLEM if planned.failures else EXIT_OK
+    if args.json:
+        raise OpsInputError("--json goes with --plan: a roll reports as it goes")
     return roll(args.spec, out, options, **where)
 
 
@@ -644,6 +654,7 @@ def _add_ops_commands(commands: argparse._SubParsersAction[argparse.ArgumentPars
         "--resume", action="store_true", help="continue the last unfinished roll where it stopped"
     )
     cluster_source(roll)
+    roll.add_argument("--json", action="store_true", help="with --plan: the plan as JSON")
     roll.set_defaults(handler=_cmd_roll)
 
     replace = commands.add_parser(

@@ -714,23 +714,66 @@ def roll(
         return run_roll(state, slurm, steps, console, controllers)
 
 
+@dataclass(frozen=True, slots=True)
+class PlannedNode:
+    batch: int
+    island: int | None
+    node: str
+    state: str  # "" when available, else Slurm's state and reason
+    would_change: tuple[str, ...]
+    blocked_by: tuple[str, ...]  # jobs: "<id> (<user>)"
+
+
+@dataclass(frozen=True, slots=True)
+class RollPlan:
+    """`myriad roll --plan`: the batches, what check mode would change where, the jobs in
+    the way and how the controllers would take a changed slurm.conf."""
+
+    cluster: str
+    reason: str
+    controllers: tuple[str, ...]
+    reload: Reload
+    reload_keys: tuple[str, ...]
+    nodes: tuple[PlannedNode, ...]
+    controller_changes: Mapping[str, list[str]]
+    failures: tuple[str, ...]
+
+    @property
+    def how(self) -> str:
+        return {
+            "none": "slurm.conf unchanged: nothing to reload",
+            "reconfigure": "scontrol reconfigure (no changed setting needs a restart)",
+            "restart": "slurmctld restart (a changed setting needs one); running jobs survive it",
+        }[self.reload]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "cluster": self.cluster,
+            "reason": self.reason,
+            "controllers": list(self.controllers),
+            "reload": self.reload,
+            "reload_keys": list(self.reload_keys),
+            "nodes": [asdict(node) for node in self.nodes],
+            "controller_changes": dict(self.controller_changes),
+            "check_mode_failures": list(self.failures),
+        }
+
+
 def plan_roll(
     spec_path: Path,
-    console: Console,
     options: RollOptions,
     *,
     stack: str | None = None,
     stack_outputs: Path | None = None,
-) -> int:
-    """`--plan`: the batches, what check mode would change where, and the jobs in the way.
-    Nothing changes on the nodes; the check-mode run's log stays under the state folder."""
+) -> RollPlan:
+    """`--plan`: nothing changes on the nodes; the check-mode run's log stays under the
+    state folder."""
     cluster, state_root, compute, controllers = prepare(spec_path, stack, stack_outputs)
     slurm = Slurm.of(cluster.inventory)
     states = slurm.nodes(compute)
     jobs = slurm.jobs()
     busy = jobs_by_node(jobs, compute)
     order = sorted(compute, key=lambda n: (bool(busy[n]), compute.index(n)))
-    reason = reason_for("roll", options.reason)
     unavailable = [n for n in compute if n in states and states[n].unavailable]
     batches = plan_batches(
         order,
@@ -753,48 +796,35 @@ def plan_roll(
         check=True,
     )
     changes = changed_tasks(outcome.events)
-    console.print(f"roll plan for {cluster.spec.metadata.name} (reason {reason!r})", markup=False)
     reload: Reload = "none"
     keys: list[str] = []
     for change in changes:
         if change.host in controllers and change.task == SLURM_CONF_TASK and change.texts:
             reload, keys = reload_for_texts(*change.texts)
-    how = {
-        "none": "slurm.conf unchanged: nothing to reload",
-        "reconfigure": "scontrol reconfigure (no changed setting needs a restart)",
-        "restart": "slurmctld restart (a changed setting needs one); running jobs survive it",
-    }[reload]
-    console.print(
-        f"controllers {', '.join(controllers)}: {how}" + (f" [{', '.join(keys)}]" if keys else ""),
-        markup=False,
-    )
-    table = Table(title="batches", title_justify="left")
-    for column in ("batch", "island", "node", "would change", "blocked by jobs"):
-        table.add_column(column)
     by_host: dict[str, list[str]] = {}
     for change in changes:
         by_host.setdefault(change.host, []).append(change.task)
-    for batch in batches:
-        for node in batch.nodes:
-            blockers = ", ".join(f"{j.job_id} ({j.user})" for j in busy[node]) or "-"
-            state_note = ""
-            if node in states and states[node].unavailable:
-                state_note = f" [{states[node].state}: {states[node].reason or 'no reason'}]"
-            table.add_row(
-                str(batch.index),
-                "-" if batch.island is None else str(batch.island),
-                node + state_note,
-                "; ".join(dict.fromkeys(by_host.get(node, []))) or "nothing",
-                blockers,
-            )
-    console.print(table)
-    for host, tasks in controller_changes(changes, controllers, reload).items():
-        console.print(f"{host} would change: {'; '.join(tasks)}", markup=False)
-    if outcome.failures:
-        for failure in outcome.failures:
-            console.print(
-                f"check mode failed on {failure.host}: {failure.task}: {failure.message}",
-                markup=False,
-            )
-        return 1
-    return 0
+    planned = tuple(
+        PlannedNode(
+            batch.index,
+            batch.island,
+            node,
+            f"{states[node].state}: {states[node].reason or 'no reason'}"
+            if node in states and states[node].unavailable
+            else "",
+            tuple(dict.fromkeys(by_host.get(node, []))),
+            tuple(f"{j.job_id} ({j.user})" for j in busy[node]),
+        )
+        for batch in batches
+        for node in batch.nodes
+    )
+    return RollPlan(
+        cluster.spec.metadata.name,
+        reason_for("roll", options.reason),
+        tuple(controllers),
+        reload,
+        tuple(keys),
+        planned,
+        controller_changes(changes, controllers, reload),
+        tuple(f"{f.host}: {f.task}: {f.message}" for f in outcome.failures),
+    )
