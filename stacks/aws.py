@@ -79,8 +79,6 @@ from stacks.interface import ProviderResult, StackError, all_records, node_recor
 from stacks.settings import NAMESPACE, StackSettings
 from stacks.sharding import StackScope
 
-__all__ = ["TAG_CLUSTER", "TAG_ISLAND", "TAG_POOL", "TAG_ROLE", "build"]
-
 # The AMI is resolved at launch from an SSM parameter, so a newer image does not churn the
 # stack; the root device name is the one those images use.
 IMAGES: Mapping[str, tuple[str, str]] = {
