@@ -469,14 +469,21 @@ def _cmd_schema(args: argparse.Namespace, out: Console, err: Console) -> int:
 def _cmd_provision_wait(args: argparse.Namespace, out: Console, err: Console) -> int:
     from myriad.provision.wait import pxe_root_for, run
 
-    return run(
+    # Plain lines, flushed: progress is read through pipes and logs as it happens; under
+    # --json they go to stderr and stdout holds the document.
+    stream = sys.stderr if args.json else sys.stdout
+    result = run(
         args.spec,
         pxe_root=pxe_root_for(args.stack, args.pxe_root),
         poll_s=args.poll,
         ssh_port=args.ssh_port,
-        # Plain lines, flushed: progress is read through pipes and logs as it happens.
-        print_line=lambda line: print(line, flush=True),
+        print_line=lambda line: print(line, file=stream, flush=True),
     )
+    print(result.summary(), file=stream, flush=True)
+    if args.json:
+        document = {"format": JSON_FORMAT, **result.to_dict()}
+        sys.stdout.write(json.dumps(document, indent=2) + "\n")
+    return EXIT_PROBLEM if result.failed else EXIT_OK
 
 
 # --- day-2 operations (myriad.ops) ---------------------------------------------------------
@@ -891,6 +898,9 @@ def build_parser() -> argparse.ArgumentParser:
     wait.add_argument("--pxe-root", type=Path, metavar="DIR", help="the PXE server's folder")
     wait.add_argument("--poll", type=float, default=15.0, metavar="S", help="seconds per round")
     wait.add_argument("--ssh-port", type=int, default=22, help="where installed nodes answer")
+    wait.add_argument(
+        "--json", action="store_true", help="the outcome per node as JSON (progress on stderr)"
+    )
     wait.set_defaults(handler=_cmd_provision_wait)
 
     _add_ops_commands(commands)

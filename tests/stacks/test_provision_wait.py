@@ -19,6 +19,7 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import http.client
+import json
 import os
 import re
 import signal
@@ -315,6 +316,19 @@ def test_fifty_nodes_install_at_once_and_the_wait_resumes_after_a_kill(lab: Lab)
         reported_now = {line.split()[0] for line in lines if line.endswith(" up")}
         assert not reported_now & up_before  # nodes already up were not looked at again
         assert lines[-1] == f"{NODES} of {NODES} nodes up"
+        # --json: the same outcome as a document on stdout, progress on stderr.
+        as_json = subprocess.run(
+            [*wait_command(lab), "--json"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=wait_env(lab),
+        )
+        assert as_json.returncode == 0, as_json.stderr
+        document = json.loads(as_json.stdout)
+        assert (document["format"], document["up"], document["failed"]) == (1, NODES, [])
+        assert {n["state"] for n in document["nodes"]} == {"up"}
+        assert as_json.stderr.splitlines()[-1] == f"{NODES} of {NODES} nodes up"
         # What an operator sees (pytest -rP shows it): the killed run, then the resumed one.
         print("\n".join(["$ myriad provision wait ...", *seen, "(killed)", "$ again", *lines]))
 

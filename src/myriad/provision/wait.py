@@ -78,6 +78,20 @@ class Progress:
 class WaitResult:
     records: Sequence[InstallRecord]
 
+    def summary(self) -> str:
+        failed = f"; failed: {', '.join(r.name for r in self.failed)}" if self.failed else ""
+        return f"{len(self.up)} of {len(self.records)} nodes up{failed}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "up": len(self.up),
+            "failed": [r.name for r in self.failed],
+            "nodes": [
+                {"name": r.name, "state": r.state, "detail": r.detail, "install_id": r.install_id}
+                for r in self.records
+            ],
+        }
+
     @property
     def failed(self) -> list[InstallRecord]:
         return [r for r in self.records if r.state == "failed"]
@@ -256,8 +270,8 @@ def run(
     ssh_port: int,
     print_line: Callable[[str], None],
     env: Mapping[str, str] = os.environ,
-) -> int:
-    """The command's body: 0 when every node is up, 1 when any failed."""
+) -> WaitResult:
+    """The command's body: follows the installs to their end, telling each change."""
     from myriad.spec import load_spec
     from myriad.spec.models import BareMetalOptions
 
@@ -296,15 +310,10 @@ def run(
             print_line(line)
             last.append(line)
 
-    result = wait_for_installs(
+    return wait_for_installs(
         pxe,
         nodes,
         settings,
         start=starter(bmc_credentials_from_env(env)),
         report=report,
     )
-    print_line(
-        f"{len(result.up)} of {len(result.records)} nodes up"
-        + (f"; failed: {', '.join(r.name for r in result.failed)}" if result.failed else "")
-    )
-    return 1 if result.failed else 0
