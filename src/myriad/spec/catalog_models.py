@@ -37,18 +37,30 @@ class _Entry(BaseModel):
 
 
 class GpuModel(_Entry):
-    vendor: Literal["nvidia", "amd", "intel"] = "nvidia"
-    form_factor: Literal["sxm", "oam", "pcie"]
+    vendor: Literal["nvidia", "amd", "intel"] = Field(
+        default="nvidia", description="The GPU's maker"
+    )
+    form_factor: Literal["sxm", "oam", "pcie"] = Field(
+        description="sxm or oam: a module on the board, joined by NVLink or its like; pcie: a "
+        "card, joined in pairs by a bridge at most, else over PCIe"
+    )
     memory_gb: PositiveInt = Field(description="Memory as marketed (80 for an 80 GB part)")
-    board_power_w: PositiveInt
-    bf16_dense_tflops: PositiveFloat
-    fp8_dense_tflops: PositiveFloat | None = None
+    board_power_w: PositiveInt = Field(
+        description="Maximum board power (TDP), W; the power estimate of a server without a "
+        "figure of its own"
+    )
+    bf16_dense_tflops: PositiveFloat = Field(
+        description="Dense BF16 tensor throughput (no sparsity), TFLOPS"
+    )
+    fp8_dense_tflops: PositiveFloat | None = Field(
+        default=None, description="Dense FP8 tensor throughput, TFLOPS; none: no FP8"
+    )
     nvlink_gbs: float = Field(
         ge=0, description="NVLink bandwidth per GPU, both directions together, GB/s"
     )
     nvlink_links: int = Field(ge=0, description="NVLink links per GPU (what nvidia-smi lists)")
-    pcie_gen: PcieGen
-    pcie_lanes: PositiveInt = 16
+    pcie_gen: PcieGen = Field(description="PCIe generation of the GPU's host link")
+    pcie_lanes: PositiveInt = Field(default=16, description="PCIe lanes of the GPU's host link")
     allreduce_busbw_8gpu_gbs: PositiveFloat | None = Field(
         default=None,
         description="nccl-tests all_reduce busbw of one 8-GPU node at large messages, GB/s",
@@ -64,22 +76,24 @@ class GpuModel(_Entry):
 
 class NicModel(_Entry):
     speed_gbps: PositiveInt = Field(le=100_000, description="Line rate per port, Gb/s")
-    ports: PositiveInt = Field(default=1, le=16)
-    pcie_gen: PcieGen
-    pcie_lanes: PositiveInt = 16
-    link_layers: tuple[LinkLayer, ...] = Field(min_length=1)
-    rdma: bool = True
-    power_w: PositiveFloat = 25.0
+    ports: PositiveInt = Field(default=1, le=16, description="Network ports per card")
+    pcie_gen: PcieGen = Field(description="PCIe generation of the card")
+    pcie_lanes: PositiveInt = Field(default=16, description="PCIe lanes of the card")
+    link_layers: tuple[LinkLayer, ...] = Field(
+        min_length=1, description="Link layers the ports speak: infiniband, ethernet or both (VPI)"
+    )
+    rdma: bool = Field(default=True, description="Whether the card does RDMA (RoCE or InfiniBand)")
+    power_w: PositiveFloat = Field(default=25.0, description="Typical power of one card, W")
     pci_ids: tuple[PciId, ...] = Field(default=(), description=PCI_IDS_DESCRIPTION)
 
 
 class SwitchModel(_Entry):
-    kind: LinkLayer
+    kind: LinkLayer = Field(description="infiniband or ethernet: the fabrics it can build")
     # 4096 ports is past any switch built; fewer than 2 cannot be linked in tiers.
     ports: int = Field(ge=2, le=4096, description="Ports at port_speed_gbps (after any splitting)")
-    port_speed_gbps: PositiveInt
+    port_speed_gbps: PositiveInt = Field(description="Line rate per port, Gb/s")
     power_w: PositiveFloat = Field(description="Typical power with optics, W")
-    rack_units: PositiveInt = Field(default=1, le=60)
+    rack_units: PositiveInt = Field(default=1, le=60, description="Height, rack units")
     ports_per_cage: int = Field(
         default=1,
         ge=1,
@@ -91,15 +105,15 @@ class SwitchModel(_Entry):
 class ServerCpu(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", strict=True, allow_inf_nan=False)
 
-    sockets: PositiveInt
-    cores_per_socket: PositiveInt
+    sockets: PositiveInt = Field(description="CPU sockets")
+    cores_per_socket: PositiveInt = Field(description="Physical cores per socket")
 
 
 class ServerNics(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", strict=True, allow_inf_nan=False)
 
-    model: str
-    count: PositiveInt
+    model: str = Field(description="A NIC of the catalog")
+    count: PositiveInt = Field(description="Cards of this model")
 
 
 RdmaName = Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9_]{0,63}$")]
@@ -120,16 +134,19 @@ class PortMap(BaseModel):
 
 
 class ServerLayout(_Entry):
-    gpu_model: str
-    gpu_count: PositiveInt = Field(le=72)
-    cpu: ServerCpu
-    memory_gib: PositiveInt
-    pcie_gen: PcieGen
-    pcie_switches: int = Field(ge=0)
-    nvswitch: int = Field(ge=0)
-    compute_nics: ServerNics
-    max_power_kw: PositiveFloat
-    rack_units: PositiveInt
+    gpu_model: str = Field(description="The GPU of the catalog this server carries")
+    gpu_count: PositiveInt = Field(le=72, description="GPUs in the server")
+    cpu: ServerCpu = Field(description="The server's CPU sockets and cores")
+    memory_gib: PositiveInt = Field(description="Host memory as shipped, GiB")
+    pcie_gen: PcieGen = Field(description="PCIe generation of the server's slots")
+    pcie_switches: int = Field(ge=0, description="PCIe switches between CPUs and devices")
+    nvswitch: int = Field(ge=0, description="NVSwitch chips (0: none)")
+    compute_nics: ServerNics = Field(description="The NICs meant for the compute fabric")
+    max_power_kw: PositiveFloat = Field(
+        description="Maximum system power, kW: what a profile naming this layout counts "
+        "unless it gives power_kw"
+    )
+    rack_units: PositiveInt = Field(description="Height, rack units")
     port_map: PortMap | None = Field(
         default=None,
         description="The vendor's published RDMA device names by purpose; none: discovered",
@@ -139,7 +156,9 @@ class ServerLayout(_Entry):
 class DriverBranch(_Entry):
     """One NVIDIA data center driver branch and its support window."""
 
-    designation: Literal["long-term-support", "production", "new-feature"]
+    designation: Literal["long-term-support", "production", "new-feature"] = Field(
+        description="NVIDIA's kind of branch: long-term-support, production or new-feature"
+    )
     end_of_life: str = Field(
         pattern=r"^\d{4}-(0[1-9]|1[0-2])$", description="Last month NVIDIA supports it, YYYY-MM"
     )
@@ -150,10 +169,19 @@ class Catalog(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", strict=True, allow_inf_nan=False)
 
-    gpus: dict[str, GpuModel] = Field(default_factory=dict)
-    nics: dict[str, NicModel] = Field(default_factory=dict)
-    switches: dict[str, SwitchModel] = Field(default_factory=dict)
-    servers: dict[str, ServerLayout] = Field(default_factory=dict)
+    gpus: dict[str, GpuModel] = Field(
+        default_factory=dict, description="GPU models by the name profiles give (gpu.model)"
+    )
+    nics: dict[str, NicModel] = Field(
+        default_factory=dict, description="NIC models by the name profiles give (nics.*.model)"
+    )
+    switches: dict[str, SwitchModel] = Field(
+        default_factory=dict,
+        description="Switch models by the name the topology and network.switches give",
+    )
+    servers: dict[str, ServerLayout] = Field(
+        default_factory=dict, description="Server layouts by the name profiles give (server)"
+    )
     driver_branches: dict[str, DriverBranch] = Field(
         default_factory=dict,
         description="NVIDIA driver branches still supported, by major version; others have ended",

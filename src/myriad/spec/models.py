@@ -55,16 +55,33 @@ class _Model(BaseModel):
 
 
 class Metadata(_Model):
-    name: Name
-    description: str = ""
+    name: Name = Field(
+        description="The cluster's name: lower-case letters, digits and hyphens, at most 32 "
+        "characters, starting with a letter; it names the Slurm or Kubernetes cluster, the "
+        "local containers and the Pulumi resources, so changing it makes a new cluster"
+    )
+    description: str = Field(
+        default="", description="Free text about the cluster, shown at the top of `myriad report`"
+    )
 
 
 class BareMetalHost(_Model):
     """One server: the NIC it PXE-boots from, its BMC, and the address it is given."""
 
-    name: str = Field(min_length=1)
-    mac: str = Field(pattern=r"^([0-9a-f]{2}:){5}[0-9a-f]{2}$")
-    bmc_address: str = Field(min_length=1)
+    name: str = Field(
+        min_length=1,
+        description="The node this server becomes: a host name the pools give (gpu01, ctl01)",
+    )
+    mac: str = Field(
+        pattern=r"^([0-9a-f]{2}:){5}[0-9a-f]{2}$",
+        description="MAC address of the NIC the server PXE-boots from, lower-case, "
+        "colon-separated (aa:bb:cc:dd:ee:ff)",
+    )
+    bmc_address: str = Field(
+        min_length=1,
+        description="The BMC: a host, host:port or http(s):// URL (a bare host means HTTPS); "
+        "Myriad adds the Redfish paths",
+    )
     address: str = Field(
         description="Management address, handed out by the PXE server's static DHCP lease"
     )
@@ -125,7 +142,10 @@ class OsDisk(_Model):
 class BareMetalOptions(_Model):
     """How bare-metal nodes are installed over PXE."""
 
-    os_disk: OsDisk = Field(default_factory=OsDisk)
+    os_disk: OsDisk = Field(
+        default_factory=OsDisk,
+        description="Which disk the OS is installed on; default: the smallest disk, no RAID",
+    )
     parallel_installs: int = Field(
         default=50, ge=1, le=10000, description="Nodes installing at once; the rest wait queued"
     )
@@ -146,8 +166,19 @@ class BareMetalOptions(_Model):
 class AwsCapacity(_Model):
     """Where AWS compute nodes get their capacity: on demand, or a reservation of either kind."""
 
-    market: Literal["on-demand", "capacity-reservation", "capacity-block"] = "on-demand"
-    reservation_id: str | None = Field(default=None, pattern=r"^cr-[0-9a-f]{8,17}$")
+    market: Literal["on-demand", "capacity-reservation", "capacity-block"] = Field(
+        default="on-demand",
+        description="on-demand: compute instances launch without a reservation; "
+        "capacity-reservation: into an On-Demand Capacity Reservation; capacity-block: into an "
+        "EC2 Capacity Block for ML. Both reservation kinds need reservation_id or "
+        "island_reservations",
+    )
+    reservation_id: str | None = Field(
+        default=None,
+        pattern=r"^cr-[0-9a-f]{8,17}$",
+        description="The reservation (cr-...) compute nodes launch into, for every island "
+        "island_reservations does not name; only with a reservation market",
+    )
     island_reservations: dict[
         Annotated[str, Field(pattern=r"^island-(0|[1-9][0-9]{0,5})$")],
         Annotated[str, Field(pattern=r"^cr-[0-9a-f]{8,17}$")],
@@ -178,9 +209,15 @@ class AwsCapacity(_Model):
 class Provider(_Model):
     """Where the machines come from; fields beyond `kind` apply to that kind only."""
 
-    kind: Literal["local", "aws", "baremetal"]
+    kind: Literal["local", "aws", "baremetal"] = Field(
+        description="local: Docker containers on this machine (CPU only, for trying Myriad "
+        "out); aws: EC2 instances made by the aws Pulumi stack; baremetal: servers installed "
+        "over PXE through their BMCs"
+    )
     # aws
-    region: str | None = None
+    region: str | None = Field(
+        default=None, description="AWS region, e.g. us-east-1; required with kind aws"
+    )
     availability_zone_id: str | None = Field(
         default=None,
         pattern=r"^[a-z]{2,6}[0-9]+-(?:[a-z]+[0-9]+-)?az[0-9]+$",
@@ -189,8 +226,15 @@ class Provider(_Model):
     availability_zone: str | None = Field(
         default=None, description="Refused: a zone name maps to a different zone per account"
     )
-    admin_cidr: Cidr | None = None
-    capacity: AwsCapacity = AwsCapacity()
+    admin_cidr: Cidr | None = Field(
+        default=None,
+        description="IPv4 network (CIDR) SSH to the nodes is allowed from; required with kind "
+        "aws, and never 0.0.0.0/0",
+    )
+    capacity: AwsCapacity = Field(
+        default=AwsCapacity(),
+        description="How compute instances get their capacity (aws); default: on demand",
+    )
     capacity_reservation_id: str | None = Field(
         default=None, description="Refused: replaced by capacity.reservation_id"
     )
@@ -209,13 +253,25 @@ class Provider(_Model):
         )
     )
     # baremetal
-    bmc: Literal["redfish", "ipmi"] | None = None
+    bmc: Literal["redfish", "ipmi"] | None = Field(
+        default=None,
+        description="How the BMCs are driven; required with kind baremetal. The bare-metal "
+        "stack drives Redfish only: ipmi is accepted by the spec and refused by the stack",
+    )
     bmc_credentials_secret: str | None = Field(
         default=None,
         description="Name of the Pulumi secret holding BMC credentials; never the secret",
     )
-    hosts: tuple[BareMetalHost, ...] = Field(default=(), max_length=MAX_NODES)
-    baremetal: BareMetalOptions | None = None
+    hosts: tuple[BareMetalHost, ...] = Field(
+        default=(),
+        max_length=MAX_NODES,
+        description="One entry per server (baremetal): every node of the pools needs one, "
+        "its address inside network.addressing.management",
+    )
+    baremetal: BareMetalOptions | None = Field(
+        default=None,
+        description="PXE install settings (baremetal); absent: the defaults of each field",
+    )
     # aws and baremetal
     stack_per_island: bool = Field(
         default=False,
@@ -311,9 +367,15 @@ class GpuSpec(_Model):
 
 
 class CpuSpec(_Model):
-    sockets: PositiveInt = Field(le=16)
-    cores_per_socket: PositiveInt = Field(le=1024)
-    threads_per_core: Annotated[Literal[1, 2], Whole] = 2
+    sockets: PositiveInt = Field(le=16, description="CPU sockets in one server")
+    cores_per_socket: PositiveInt = Field(
+        le=1024, description="Physical cores per socket (not hardware threads)"
+    )
+    threads_per_core: Annotated[Literal[1, 2], Whole] = Field(
+        default=2,
+        description="Hardware threads per core: 2 with SMT (Hyper-Threading) on, 1 with it "
+        "off; Slurm's ThreadsPerCore",
+    )
 
     @property
     def cores(self) -> int:
@@ -321,7 +383,11 @@ class CpuSpec(_Model):
 
 
 class PcieSpec(_Model):
-    gen: PcieGen = 4
+    gen: PcieGen = Field(
+        default=4,
+        description="PCIe generation of the server's slots; a GPU or NIC link runs at the "
+        "lower of this and the device's own",
+    )
     switches: int = Field(
         default=0, ge=0, le=64, description="PCIe switches between CPUs and devices"
     )
@@ -332,43 +398,87 @@ class NicGroup(_Model):
     count: PositiveInt = Field(
         le=32, description="Cards of this model (at most 32); every port of a card is used"
     )
-    bond: Literal["802.3ad", "active-backup"] | None = None
+    bond: Literal["802.3ad", "active-backup"] | None = Field(
+        default=None,
+        description="Bond the ports (storage NICs): 802.3ad is LACP, every link used at once "
+        "(the switch ports need a port-channel); active-backup uses one link at a time. "
+        "Unset: no bond",
+    )
     slot_gen: PcieGen | None = Field(
         default=None, description="PCIe generation of the NIC's slot; default: the profile's"
     )
-    slot_lanes: Annotated[Literal[1, 2, 4, 8, 16], Whole] = 16
+    slot_lanes: Annotated[Literal[1, 2, 4, 8, 16], Whole] = Field(
+        default=16,
+        description="PCIe lanes of the NIC's slot; the link runs at the lower of the slot's "
+        "and the card's width",
+    )
     devices: tuple[str, ...] = Field(
         default=(),
-        description="RDMA device names, one per port in rail order (default mlx5_0, mlx5_1, ...)",
+        description="RDMA device names, one per port in rail order; default: the layout's "
+        "port_map, else mlx5 enumeration order (mlx5_0, mlx5_1, ...)",
     )
     interfaces: tuple[str, ...] = Field(
         default=(),
-        description="Network interface names, one per port in rail order (default: see docs)",
+        description="Network interface names, one per port in rail order; default: ib0, "
+        "ib1, ... on InfiniBand, else rail0, stor0, mgmt0, ... by purpose (named by Myriad)",
     )
 
 
 class NicSet(_Model):
-    compute: NicGroup | None = None
-    storage: NicGroup | None = None
-    management: NicGroup | None = None
+    compute: NicGroup | None = Field(
+        default=None,
+        description="NICs on the compute fabric (network.fabric): each port is one rail, "
+        "rail i beside GPU i",
+    )
+    storage: NicGroup | None = Field(
+        default=None,
+        description="NICs on the storage network: they carry the storage address and the "
+        "checkpoints; absent: checkpoints go over the management NICs",
+    )
+    management: NicGroup | None = Field(
+        default=None,
+        description="NICs on the management network, counted for power (and checkpoints when "
+        "there are no storage NICs)",
+    )
 
 
 class Profile(_Model):
     """One server shape. `server` names a catalog layout for power and rack-unit figures."""
 
-    server: str | None = None
-    gpu: GpuSpec | None = None
-    cpu: CpuSpec
+    server: str | None = Field(
+        default=None,
+        description="A server layout of the catalog (e.g. HGX-H100-8GPU): its power, rack "
+        "units and published RDMA port names; unset: estimated, and ports discovered",
+    )
+    gpu: GpuSpec | None = Field(
+        default=None, description="The GPUs of one server; absent: a CPU-only server"
+    )
+    cpu: CpuSpec = Field(description="CPU sockets and cores; Slurm's node definition uses them")
     memory_gib: PositiveInt = Field(le=1_048_576, description="Host memory, GiB (at most 1 PiB)")
-    pcie: PcieSpec = PcieSpec()
-    nvswitch: int = Field(default=0, ge=0, le=64)
-    nics: NicSet = NicSet()
+    pcie: PcieSpec = Field(
+        default=PcieSpec(), description="The server's PCIe generation and switches"
+    )
+    nvswitch: int = Field(
+        default=0,
+        ge=0,
+        le=64,
+        description="NVSwitch chips in the server (0: none); with any, NVIDIA Fabric Manager "
+        "is installed and checked and the GPUs' all-reduce runs over NVLink",
+    )
+    nics: NicSet = Field(
+        default=NicSet(), description="NICs by network: compute, storage and management"
+    )
     power_kw: PositiveFloat | None = Field(
         default=None,
         le=1000,
         description="Maximum server power, kW; default: the layout's, else estimated",
     )
-    rack_units: PositiveInt | None = Field(default=None, le=60)
+    rack_units: PositiveInt | None = Field(
+        default=None,
+        le=60,
+        description="Height of one server, rack units; default: the layout's, else 2 for a "
+        "CPU server and 4 per four GPUs",
+    )
 
 
 def hostname(pool: str, count: int, index: int) -> str:
@@ -377,12 +487,19 @@ def hostname(pool: str, count: int, index: int) -> str:
 
 
 class Pool(_Model):
-    name: Name
-    profile: str
+    name: Name = Field(
+        description="The pool's name, the prefix of its host names: pool gpu of 8 nodes is "
+        "gpu01 to gpu08 (the index zero-padded to the pool size, at least 2 digits)"
+    )
+    profile: str = Field(description="The profile (a key of profiles) of every node in the pool")
     count: PositiveInt = Field(
         le=MAX_NODES, description=f"Nodes in the pool; a cluster holds at most {MAX_NODES:,}"
     )
-    role: Role
+    role: Role = Field(
+        description="controller: Slurm controllers or the Kubernetes control plane, and the "
+        "cluster's time servers; login: login nodes; compute: the nodes that run jobs, the "
+        "only ones on the compute fabric and in islands; storage: storage servers (no slurmd)"
+    )
 
     def hostname(self, index: int) -> str:
         return hostname(self.name, self.count, index)
@@ -392,7 +509,10 @@ class Pool(_Model):
 
 
 class Topology(_Model):
-    kind: Literal["fat-tree", "rail-optimized"]
+    kind: Literal["fat-tree", "rail-optimized"] = Field(
+        description="fat-tree: a node's NIC ports share leaves; rail-optimized: port j of every "
+        "node goes to rail j's leaves, so NCCL keeps each channel on its rail"
+    )
     switch: str = Field(description="Leaf switch model from the catalog")
     spine_switch: str | None = Field(default=None, description="Default: the leaf model")
     island_nodes: PositiveInt | None = Field(
@@ -414,18 +534,47 @@ class Topology(_Model):
 class SwitchGroup(_Model):
     """Switches outside the compute fabric, counted for power and racks."""
 
-    purpose: Literal["frontend", "storage", "management"]
+    purpose: Literal["frontend", "storage", "management"] = Field(
+        description="The network these switches carry: frontend (users and login), storage or "
+        "management"
+    )
     model: str = Field(min_length=1, description="A switch name from the catalog")
-    count: PositiveInt = Field(le=100_000)
+    count: PositiveInt = Field(le=100_000, description="Switches of this model")
 
 
 class RoceQos(_Model):
-    dscp: int = Field(default=26, ge=0, le=63)
-    pfc_priority: int = Field(default=3, ge=0, le=7)
-    cnp_dscp: int = Field(default=48, ge=0, le=63)
-    cnp_priority: int = Field(default=6, ge=0, le=7)
-    ecn: bool = True
-    mtu: int = Field(default=9000, ge=1500, le=9216)
+    dscp: int = Field(
+        default=26,
+        ge=0,
+        le=63,
+        description="DSCP of RoCE data (NCCL_IB_TC and RDMA-CM ToS are dscp x 4); the "
+        "switches must map it to pfc_priority",
+    )
+    pfc_priority: int = Field(
+        default=3,
+        ge=0,
+        le=7,
+        description="Priority (0-7) RoCE data travels in, the only one with PFC (lossless)",
+    )
+    cnp_dscp: int = Field(
+        default=48, ge=0, le=63, description="DSCP of congestion notification packets (CNPs)"
+    )
+    cnp_priority: int = Field(
+        default=6,
+        ge=0,
+        le=7,
+        description="Priority CNPs travel in; must differ from pfc_priority",
+    )
+    ecn: bool = Field(
+        default=True,
+        description="ECN (DCQCN congestion control) on the RoCE priority of every compute NIC",
+    )
+    mtu: int = Field(
+        default=9000,
+        ge=1500,
+        le=9216,
+        description="MTU of the compute NICs, bytes; the switches must carry it end to end",
+    )
     gid_index: int | None = Field(
         default=None,
         ge=0,
@@ -450,11 +599,32 @@ class Infiniband(_Model):
         "managed switches' embedded subnet manager. With ufm or switch no node runs OpenSM",
     )
     sm_nodes: tuple[str, ...] = Field(default=(), description="Host names that run OpenSM")
-    sm_priority: int = Field(default=14, ge=0, le=15)
-    routing_engine: Literal["ftree", "updn", "minhop", "dfsssp", "ar_updn"] = "ftree"
-    partition_keys: tuple[Annotated[str, Field(pattern=r"^0x[0-9a-fA-F]{1,4}$")], ...] = ("0x7fff",)
-    service_level: int = Field(default=0, ge=0, le=15)
-    ipoib: bool = False
+    sm_priority: int = Field(
+        default=14,
+        ge=0,
+        le=15,
+        description="OpenSM's SM priority on every sm_nodes host (0-15): the highest becomes "
+        "master, a tie goes to the lower port GUID",
+    )
+    routing_engine: Literal["ftree", "updn", "minhop", "dfsssp", "ar_updn"] = Field(
+        default="ftree",
+        description="OpenSM's routing engine: ftree for fat-trees; ar_updn (adaptive routing) "
+        "exists only in NVIDIA's OpenSM, not the distributions'",
+    )
+    partition_keys: tuple[Annotated[str, Field(pattern=r"^0x[0-9a-fA-F]{1,4}$")], ...] = Field(
+        default=("0x7fff",),
+        description="P_Keys (hex) of the partitions OpenSM defines, every node a full member; "
+        "0x7fff is the default partition",
+    )
+    service_level: int = Field(
+        default=0,
+        ge=0,
+        le=15,
+        description="InfiniBand service level of NCCL's traffic (NCCL_IB_SL)",
+    )
+    ipoib: bool = Field(
+        default=False, description="IP over InfiniBand: ib_ipoib loaded and its interfaces up"
+    )
 
     @model_validator(mode="after")
     def _sm_nodes_only_with_opensm(self) -> Infiniband:
@@ -467,18 +637,43 @@ class Infiniband(_Model):
 
 
 class Addressing(_Model):
-    management: Cidr = "10.0.0.0/16"
-    storage: Cidr | None = None
-    compute: Cidr | None = None
+    management: Cidr = Field(
+        default="10.0.0.0/16",
+        description="IPv4 network of the management addresses: from its 10th address on, one "
+        "per node in spec order (addresses a provider's stack reports win)",
+    )
+    storage: Cidr | None = Field(
+        default=None,
+        description="IPv4 network of the storage addresses, in the same order, on the nodes "
+        "with storage NICs; unset: no storage addresses",
+    )
+    compute: Cidr | None = Field(
+        default=None,
+        description="IPv4 network cut into one subnet per rail for the compute NICs (RoCE "
+        "needs it: a GID comes from the address); unset: no rail addresses",
+    )
 
 
 class Network(_Model):
     # efa: AWS's Elastic Fabric Adapter (provider aws, EFA instance types); NCCL over libfabric.
-    fabric: Literal["infiniband", "roce", "ethernet", "efa"]
-    topology: Topology
-    roce: RoceQos | None = None
-    infiniband: Infiniband | None = None
-    addressing: Addressing = Addressing()
+    fabric: Literal["infiniband", "roce", "ethernet", "efa"] = Field(
+        description="The compute fabric: infiniband; roce (RoCEv2 on lossless Ethernet); "
+        "ethernet (TCP sockets, no RDMA); efa (AWS's Elastic Fabric Adapter)"
+    )
+    topology: Topology = Field(description="Shape and switches of the compute fabric")
+    roce: RoceQos | None = Field(
+        default=None,
+        description="RoCE QoS (DSCP, PFC, ECN, MTU); only with fabric roce; absent: the defaults",
+    )
+    infiniband: Infiniband | None = Field(
+        default=None,
+        description="Subnet manager, routing and partitions; only with fabric infiniband; "
+        "absent: the defaults",
+    )
+    addressing: Addressing = Field(
+        default=Addressing(),
+        description="IPv4 networks of the management, storage and compute (rail) addresses",
+    )
     switches: tuple[SwitchGroup, ...] = Field(
         default=(),
         max_length=64,
@@ -503,25 +698,44 @@ class Network(_Model):
 
 
 class Checkpoint(_Model):
-    params_billion: PositiveFloat = Field(le=1_000_000)
+    params_billion: PositiveFloat = Field(
+        le=1_000_000,
+        description="Model parameters, billions; the checkpoint is params x bytes_per_param GB",
+    )
     bytes_per_param: PositiveFloat = Field(
         default=14.0,
         le=64,
         description="bf16 weights (2) + fp32 master weights (4) + Adam moments (4 + 4)",
     )
-    strategy: Literal["single-node", "bonded", "distributed", "distributed-async"] = (
-        "distributed-async"
+    strategy: Literal["single-node", "bonded", "distributed", "distributed-async"] = Field(
+        default="distributed-async",
+        description="How it is written: single-node (one node, one link), bonded (one node "
+        "over its storage bond), distributed (every compute node its share at once), "
+        "distributed-async (copied to host memory, written while training goes on). The plan "
+        "times all four and judges this one",
     )
-    interval_minutes: PositiveFloat = Field(default=30.0, le=525_600)
+    interval_minutes: PositiveFloat = Field(
+        default=30.0,
+        le=525_600,
+        description="Minutes between checkpoints; the stall's share of it is the overhead",
+    )
 
 
 class FsxLustre(_Model):
     """Amazon FSx for Lustre, made by the aws stack (FSx for Lustre User Guide: capacity 1.2 TiB
     or a multiple of 2.4 TiB; PERSISTENT_2 throughput 125, 250, 500 or 1000 MB/s per TiB)."""
 
-    capacity_gib: int = Field(default=1200, ge=1200)
-    deployment: Literal["PERSISTENT_2", "SCRATCH_2"] = "PERSISTENT_2"
-    throughput_mbps_per_tib: Literal[125, 250, 500, 1000] = 250
+    capacity_gib: int = Field(
+        default=1200, ge=1200, description="Storage capacity, GiB: 1200 or a multiple of 2400"
+    )
+    deployment: Literal["PERSISTENT_2", "SCRATCH_2"] = Field(
+        default="PERSISTENT_2",
+        description="PERSISTENT_2: replicated, long-lived; SCRATCH_2: not replicated, for "
+        "temporary data",
+    )
+    throughput_mbps_per_tib: Literal[125, 250, 500, 1000] = Field(
+        default=250, description="Throughput per TiB of capacity, MB/s (PERSISTENT_2)"
+    )
 
     @field_validator("capacity_gib")
     @classmethod
@@ -534,23 +748,47 @@ class FsxLustre(_Model):
 class StorageSystem(_Model):
     """Storage servers or enclosures of one kind, counted for power and racks."""
 
-    name: Name
-    count: PositiveInt = Field(le=100_000)
+    name: Name = Field(description="A name for these units, shown in the plan")
+    count: PositiveInt = Field(le=100_000, description="Units of this kind")
     power_kw: PositiveFloat = Field(le=1000, description="Maximum power of one unit, kW")
     rack_units: PositiveInt = Field(le=60, description="Rack units of one unit")
 
 
 class Storage(_Model):
-    kind: Literal["nfs", "lustre", "beegfs", "weka", "fsx-lustre", "none"]
-    server: str | None = None
-    export: str | None = None
-    mount: str = Field(default="/data", pattern=r"^/\S*$")
-    options: tuple[str, ...] = ()
+    kind: Literal["nfs", "lustre", "beegfs", "weka", "fsx-lustre", "none"] = Field(
+        description="The shared file system every node mounts: nfs, lustre, beegfs, "
+        "fsx-lustre (FSx for Lustre, made by the aws stack) or none; weka is planned and "
+        "validated (a wekafs mount) but bring-up has no WEKA client to mount it"
+    )
+    server: str | None = Field(
+        default=None,
+        description="nfs: the NFS server (name or address); lustre: the MGS NIDs "
+        "(10.32.0.2@tcp); beegfs: the management host; not given for fsx-lustre",
+    )
+    export: str | None = Field(
+        default=None,
+        description="nfs: the exported path (/srv/data); lustre: the file system name",
+    )
+    mount: str = Field(
+        default="/data",
+        pattern=r"^/\S*$",
+        description="Mount point on every node, an absolute path",
+    )
+    options: tuple[str, ...] = Field(
+        default=(), description="Mount options appended to Myriad's own (nfs: vers=4.2, ...)"
+    )
     write_gbs: PositiveFloat | None = Field(
         default=None, le=1e6, description="Aggregate write bandwidth of the storage system, GB/s"
     )
-    checkpoint: Checkpoint | None = None
-    fsx: FsxLustre | None = None
+    checkpoint: Checkpoint | None = Field(
+        default=None,
+        description="The training checkpoint the plan times against this storage; absent: "
+        "no checkpoint figures",
+    )
+    fsx: FsxLustre | None = Field(
+        default=None,
+        description="FSx for Lustre settings; only with kind fsx-lustre; absent: the defaults",
+    )
     systems: tuple[StorageSystem, ...] = Field(
         default=(), max_length=64, description="Storage hardware, for power and racks"
     )
@@ -582,17 +820,27 @@ Sha256 = Annotated[str, Field(pattern=r"^sha256:[0-9a-f]{64}$")]
 class SlurmContainers(_Model):
     """Enroot and Pyxis from NVIDIA's GitHub releases, installed only with checksums vouched for."""
 
-    enroot_version: Version = "3.5.0"
+    enroot_version: Version = Field(
+        default="3.5.0",
+        description="Enroot release installed (NVIDIA/enroot on GitHub); enroot_checksums "
+        "are of its files",
+    )
     enroot_checksums: dict[str, Sha256] = Field(
         min_length=1,
         description="sha256 of each Enroot package file by name, e.g. enroot_3.5.0-1_amd64.deb",
     )
-    pyxis_version: Version = "0.20.0"
+    pyxis_version: Version = Field(
+        default="0.20.0", description="Pyxis release built as Slurm's SPANK plug-in (NVIDIA/pyxis)"
+    )
     pyxis_checksum: Sha256 = Field(description="sha256 of the Pyxis source tarball of the version")
 
 
 class Slurm(_Model):
-    accounting: bool = False
+    accounting: bool = Field(
+        default=False,
+        description="Job accounting: slurmdbd and MariaDB on the first controller (sacct, "
+        "fair-share); off: none",
+    )
     state_save_location: str | None = Field(
         default=None,
         pattern=r"^/\S*$",
@@ -622,11 +870,26 @@ class Slurm(_Model):
 
 
 class Kubernetes(_Model):
-    version: Version = "1.31"
-    pod_cidr: Cidr = "10.244.0.0/16"
-    service_cidr: Cidr = "10.96.0.0/12"
-    cni: Literal["calico", "flannel", "cilium"] = "calico"
-    gpu_operator: bool = False
+    version: Version = Field(
+        default="1.31",
+        description="Kubernetes release, minor (1.31) or patch (1.31.4); kubelet, kubeadm and "
+        "kubectl are held at it",
+    )
+    pod_cidr: Cidr = Field(
+        default="10.244.0.0/16",
+        description="Pod network (IPv4 CIDR); apart from service_cidr and the node networks",
+    )
+    service_cidr: Cidr = Field(
+        default="10.96.0.0/12",
+        description="Service network (IPv4 CIDR); apart from pod_cidr and the node networks",
+    )
+    cni: Literal["calico", "flannel", "cilium"] = Field(
+        default="calico", description="The pod network plug-in"
+    )
+    gpu_operator: bool = Field(
+        default=False,
+        description="true: NVIDIA's GPU Operator (helm chart) instead of the device plug-in",
+    )
 
     @model_validator(mode="after")
     def _cidrs_apart(self) -> Kubernetes:
@@ -641,19 +904,50 @@ NcclKey = Annotated[str, Field(pattern=r"^NCCL_[A-Z0-9_]+$")]
 
 
 class Software(_Model):
-    os: Literal["ubuntu-22.04", "ubuntu-24.04", "debian-12"]
+    os: Literal["ubuntu-22.04", "ubuntu-24.04", "debian-12"] = Field(
+        description="The operating system of every node"
+    )
     nvidia_driver: Version | None = Field(
         default=None, description='Driver branch ("550") or exact version ("550.127.05")'
     )
-    cuda: Version | None = None
-    ofed: Literal["inbox", "doca"] = "inbox"
-    doca_version: Version | None = None
-    container_runtime: Literal["docker", "containerd"] = "docker"
-    orchestrator: Literal["slurm", "kubernetes"] = "slurm"
-    slurm: Slurm = Slurm()
-    kubernetes: Kubernetes | None = None
-    gpudirect_rdma: bool = True
-    nccl: dict[NcclKey, str] = Field(default_factory=dict)
+    cuda: Version | None = Field(
+        default=None,
+        description="The CUDA version the site's software targets, for the record: Myriad "
+        "installs no CUDA toolkit (containers bring their own) and checks nothing against it",
+    )
+    ofed: Literal["inbox", "doca"] = Field(
+        default="inbox",
+        description="The RDMA stack: inbox (the distribution's rdma-core and kernel drivers) "
+        "or doca (NVIDIA DOCA-OFED, which needs doca_version)",
+    )
+    doca_version: Version | None = Field(
+        default=None,
+        description='DOCA release whose repository is configured ("2.9.1"); needed with ofed '
+        "doca, and on RoCE for mlnx-tools",
+    )
+    container_runtime: Literal["docker", "containerd"] = Field(
+        default="docker",
+        description="Container engine on every node, with the NVIDIA Container Toolkit on GPU "
+        "nodes; Kubernetes needs containerd",
+    )
+    orchestrator: Literal["slurm", "kubernetes"] = Field(
+        default="slurm", description="The workload manager: slurm or kubernetes"
+    )
+    slurm: Slurm = Field(default=Slurm(), description="Slurm settings (orchestrator slurm)")
+    kubernetes: Kubernetes | None = Field(
+        default=None,
+        description="Kubernetes settings; only with orchestrator kubernetes; absent: the defaults",
+    )
+    gpudirect_rdma: bool = Field(
+        default=True,
+        description="GPUDirect RDMA, NICs reading GPU memory directly (DMA-BUF, else "
+        "nvidia-peermem); on InfiniBand and RoCE only",
+    )
+    nccl: dict[NcclKey, str] = Field(
+        default_factory=dict,
+        description="NCCL_* settings written last to /etc/nccl.conf, over the ones Myriad "
+        "derives; a job's own environment still wins",
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> Software:
@@ -669,11 +963,27 @@ class Software(_Model):
 
 
 class Facility(_Model):
-    pue: float = Field(default=1.3, ge=1.0, le=3.0)
-    usd_per_kwh: float = Field(default=0.10, ge=0.0, le=5.0)
-    rack_kw: PositiveFloat = Field(default=40.0, le=1000)
+    pue: float = Field(
+        default=1.3,
+        ge=1.0,
+        le=3.0,
+        description="Power usage effectiveness: facility power over IT power (1.3: 30 % more "
+        "for cooling and losses)",
+    )
+    usd_per_kwh: float = Field(
+        default=0.10, ge=0.0, le=5.0, description="Electricity price, US dollars per kWh"
+    )
+    rack_kw: PositiveFloat = Field(
+        default=40.0,
+        le=1000,
+        description="Power one rack may draw, kW; a rack is full when its power or its rack "
+        "units run out",
+    )
     rack_units: PositiveInt = Field(default=42, le=60, description="Usable rack units per rack")
-    cooling: Literal["air", "liquid"] = "air"
+    cooling: Literal["air", "liquid"] = Field(
+        default="air",
+        description="How racks are cooled; air above 40 kW per rack is a warning (rack-cooling)",
+    )
     power_limit_mw: PositiveFloat | None = Field(
         default=None, le=100_000, description="Facility power available to this cluster, MW"
     )
@@ -682,10 +992,24 @@ class Facility(_Model):
 class Workload(_Model):
     """A reference training run, for the 'how long would it take' estimate."""
 
-    params_billion: PositiveFloat = Field(default=70.0, le=1_000_000)
-    tokens_billion: PositiveFloat = Field(default=15000.0, le=1e9)
-    mfu: float = Field(default=0.40, gt=0.0, le=1.0)
-    precision: Literal["bf16", "fp8"] = "bf16"
+    params_billion: PositiveFloat = Field(
+        default=70.0, le=1_000_000, description="Model parameters, billions"
+    )
+    tokens_billion: PositiveFloat = Field(
+        default=15000.0,
+        le=1e9,
+        description="Training tokens, billions; the run costs 6 x parameters x tokens FLOPs",
+    )
+    mfu: float = Field(
+        default=0.40,
+        gt=0.0,
+        le=1.0,
+        description="Model FLOPs utilization, the share of peak the run sustains (0.40: 40 %)",
+    )
+    precision: Literal["bf16", "fp8"] = Field(
+        default="bf16",
+        description="Precision the peak is taken at; fp8 on a GPU without FP8 gives no estimate",
+    )
 
 
 class LintAcceptance(_Model):
@@ -713,17 +1037,43 @@ class Cluster(_Model):
         title="Myriad cluster spec",
     )
 
-    api_version: Literal["myriad/v1"] = Field(alias="apiVersion")
-    kind: Literal["Cluster"]
-    metadata: Metadata
-    provider: Provider
-    profiles: dict[Name, Profile] = Field(min_length=1, max_length=MAX_POOLS)
-    pools: tuple[Pool, ...] = Field(min_length=1, max_length=MAX_POOLS)
-    network: Network
-    storage: Storage = Storage(kind="none")
-    software: Software
-    facility: Facility = Facility()
-    workload: Workload = Workload()
+    api_version: Literal["myriad/v1"] = Field(
+        alias="apiVersion", description="The spec format's version: myriad/v1"
+    )
+    kind: Literal["Cluster"] = Field(description="What the document describes: Cluster")
+    metadata: Metadata = Field(description="The cluster's name and description")
+    provider: Provider = Field(
+        description="Where the machines come from: local containers, AWS or bare metal"
+    )
+    profiles: dict[Name, Profile] = Field(
+        min_length=1,
+        max_length=MAX_POOLS,
+        description="Server shapes by name (the name pools give as profile)",
+    )
+    pools: tuple[Pool, ...] = Field(
+        min_length=1,
+        max_length=MAX_POOLS,
+        description="Groups of identical nodes, each with its profile, count and role; nodes "
+        "are numbered in pool order",
+    )
+    network: Network = Field(
+        description="The compute fabric and its topology, the addressing and the other switches"
+    )
+    storage: Storage = Field(
+        default=Storage(kind="none"),
+        description="The shared file system and the checkpoint it takes; default: none",
+    )
+    software: Software = Field(
+        description="OS, NVIDIA driver, RDMA stack, container runtime and orchestrator"
+    )
+    facility: Facility = Field(
+        default=Facility(),
+        description="The site's power, cooling and electricity price, for racks, power and cost",
+    )
+    workload: Workload = Field(
+        default=Workload(),
+        description="The reference training run the plan estimates training time for",
+    )
     monitoring: Monitoring = Field(
         default_factory=Monitoring,
         description="Prometheus, Alertmanager, exporters and alert rules from the spec and plan",
