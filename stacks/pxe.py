@@ -34,6 +34,7 @@ from myriad.spec import SpecError, load_spec
 from myriad.spec.models import BareMetalHost, BareMetalOptions, Cluster, OsDisk
 from stacks.interface import StackError
 from stacks.pxe_images import (
+    ARCHIVE_FOLDER,
     installs_for,
     late_commands,
     load_images,
@@ -51,6 +52,10 @@ from stacks.settings import (
 )
 
 TEMPLATES = PROJECT_ROOT / "templates" / "pxe"
+# What the media web server (nginx.conf) serves from the bundle's http/: public, large, the
+# same bytes for every node. Everything else (flagged installers, seeds, the callback) stays
+# with the PXE server, which checks who asks.
+MEDIA_FOLDERS = ("images", ARCHIVE_FOLDER)
 # The installer the templates drive is Ubuntu's autoinstall (subiquity).
 PXE_OS = ("ubuntu-22.04", "ubuntu-24.04")
 
@@ -312,7 +317,11 @@ def render_pxe(
         )
     entries = hosts_for(spec, list(iter_nodes(spec)))
     installs = installs_for(
-        spec, (entry.node for entry in entries), images or {}, settings.http_base
+        spec,
+        (entry.node for entry in entries),
+        images or {},
+        settings.http_base,
+        settings.media_base,
     )
     env = _environment()
     network = ipaddress.ip_network(spec.network.addressing.management)
@@ -325,7 +334,7 @@ def render_pxe(
         "source": source,
         "http": http,
         "os": spec.software.os,
-        "images": f"{http}/images/{spec.software.os}",
+        "images": f"{settings.media_base}/images/{spec.software.os}",
         "domain": settings.domain,
     }
     subnets = dhcp_subnets(entries, network, settings, opts.dhcp_subnet_prefix)
@@ -341,6 +350,12 @@ def render_pxe(
             hosts=entries,
         ),
         "http/boot.ipxe": env.get_template("boot.ipxe.j2").render(**common),
+        "nginx.conf": env.get_template("nginx.conf.j2").render(
+            # Image archives only where some node installs one (push mode names none).
+            **common,
+            media_port=settings.media_port,
+            folders=MEDIA_FOLDERS if installs else MEDIA_FOLDERS[:1],
+        ),
         HOSTS_FILE: json.dumps(
             {
                 entry.node.name: {"mac": entry.host.mac, "address": entry.host.address}
@@ -424,7 +439,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = pxe_settings(config, spec)
         files = render_pxe(spec, settings, source=spec_source(path), images=images)
         write_bundle(files, args.out)
-        notes = publish_images(spec, images, state, args.out, settings.http_base)
+        notes = publish_images(
+            spec, images, state, args.out, settings.http_base, settings.media_base
+        )
     except SpecError as exc:
         print(exc.render(), file=sys.stderr)
         return exc.exit_code
@@ -438,13 +455,18 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def publish_images(
-    spec: Cluster, images: Mapping[str, ImageManifest], state: Path, out: Path, http: str
+    spec: Cluster,
+    images: Mapping[str, ImageManifest],
+    state: Path,
+    out: Path,
+    http: str,
+    media: str | None = None,
 ) -> list[str]:
     """Image mode: the archives and the seeds beside the bundle; what an operator should know."""
     if not images:
         return []
     publish_archives(images, state / "images", out)
-    installs = installs_for(spec, iter_nodes(spec), images, http)
+    installs = installs_for(spec, iter_nodes(spec), images, http, media)
     notes = [
         f"profile {profile} has no image archive in {state / 'images'}: its nodes get the "
         f"stock install (`myriad image build --profile {profile}` builds one)"

@@ -159,9 +159,17 @@ def load_images(spec: Cluster, images_dir: Path) -> dict[str, ImageManifest]:
 
 
 def installs_for(
-    spec: Cluster, nodes: Iterable[NodeRecord], images: Mapping[str, ImageManifest], http: str
+    spec: Cluster,
+    nodes: Iterable[NodeRecord],
+    images: Mapping[str, ImageManifest],
+    http: str,
+    media: str | None = None,
 ) -> dict[str, ImageInstall]:
-    """Node name → what it installs from, for the nodes whose profile has an archive."""
+    """Node name → what it installs from, for the nodes whose profile has an archive.
+
+    The archive comes from the media web server (`media`), the seed from the PXE server
+    (`http`), which gives it only to its node's address.
+    """
     if not images or not image_mode(spec):
         return {}
     installs: dict[str, ImageInstall] = {}
@@ -172,7 +180,7 @@ def installs_for(
         installs[node.name] = ImageInstall(
             profile=node.profile,
             content_hash=manifest.content_hash,
-            archive_url=f"{http}/{ARCHIVE_FOLDER}/{manifest.archive.file}",
+            archive_url=f"{media or http}/{ARCHIVE_FOLDER}/{manifest.archive.file}",
             archive_sha256=manifest.archive.sha256,
             seed_url=f"{http}/{SEED_FOLDER}/{node.name}.tar.gz",
         )

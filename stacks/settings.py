@@ -137,11 +137,21 @@ class PxeSettings:
     domain: str | None = None
     admin_user: str = "myriad"
     tftp_root: str = "/srv/tftp"
+    # Install media (the live ISO, kernel, initrd, image archives) come from a web server that
+    # sends files with sendfile (the bundle's nginx.conf), not the Python server; a rack
+    # cache at another address takes `media_host`.
+    media_port: int = 8080
+    media_host: str | None = None
 
     @property
     def http_base(self) -> str:
         port = "" if self.http_port == 80 else f":{self.http_port}"
         return f"http://{self.server}{port}"
+
+    @property
+    def media_base(self) -> str:
+        port = "" if self.media_port == 80 else f":{self.media_port}"
+        return f"http://{self.media_host or self.server}{port}"
 
 
 @dataclass(frozen=True)
@@ -345,12 +355,20 @@ def pxe_settings(source: ConfigSource, spec: Cluster) -> PxeSettings:
     port = _default(source.get_int("pxeHttpPort"), 80)
     if not 0 < port < 65536:
         raise StackError(f"{NAMESPACE}:pxeHttpPort must be a TCP port, not {port}")
+    media_port = _default(source.get_int("pxeMediaPort"), 8080)
+    if not 0 < media_port < 65536 or (media_port == port and not source.get_str("pxeMediaHost")):
+        raise StackError(
+            f"{NAMESPACE}:pxeMediaPort must be a TCP port other than pxeHttpPort ({port}), "
+            f"not {media_port}: the media web server and the PXE server both listen there"
+        )
     return PxeSettings(
         server=server,
         gateway=gateway,
         dns=dns or (gateway,),
         ssh_authorized_keys=keys,
         http_port=port,
+        media_port=media_port,
+        media_host=source.get_str("pxeMediaHost"),
         interface=source.get_str("pxeInterface"),
         domain=source.get_str("domain"),
         admin_user=_default(source.get_str("adminUser"), "myriad"),

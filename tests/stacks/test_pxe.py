@@ -88,11 +88,14 @@ def test_each_node_has_its_own_installer(spec: Cluster, files: dict[str, str]) -
         script = files[installer_path(host.mac)]
         assert script.startswith("#!ipxe\n")
         kernel = next(line for line in script.splitlines() if line.startswith("kernel "))
-        assert kernel.startswith(f"kernel http://10.10.0.2/images/{spec.software.os}/vmlinuz ")
+        # Media from the sendfile web server (nginx.conf), the rest from the PXE server.
+        media = f"http://10.10.0.2:8080/images/{spec.software.os}"
+        assert kernel.startswith(f"kernel {media}/vmlinuz ")
+        assert f" url={media}/live-server.iso " in kernel
         # The installer uses the NIC the node booted from.
         assert " BOOTIF=01-${netX/mac:hexhyp} " in kernel
         assert f"ds=nocloud-net;s=http://10.10.0.2/nodes/{host.name}/" in kernel
-        assert f"initrd http://10.10.0.2/images/{spec.software.os}/initrd" in script
+        assert f"initrd {media}/initrd" in script
     hosts = json.loads(files[HOSTS_FILE])
     assert hosts["gpu01"] == {"mac": spec.provider.hosts[3].mac, "address": "10.10.0.23"}
 
@@ -147,7 +150,7 @@ def test_rendering_is_deterministic(
 ) -> None:
     again = pxe.render_pxe(spec, settings, source=SOURCE)
     assert again == files and pxe.bundle_digest(again) == pxe.bundle_digest(files)
-    assert len(files) == 3 + 3 * len(spec.provider.hosts)
+    assert len(files) == 4 + 3 * len(spec.provider.hosts)
 
 
 def test_cli_writes_the_bundle(

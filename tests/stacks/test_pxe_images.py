@@ -102,7 +102,7 @@ def test_image_mode_installs_the_archive_after_checking_its_digest(
 ) -> None:
     files = pxe.render_pxe(image_spec(), settings, source=SOURCE, images={"h100-node": manifest()})
     commands = install_of(files, "gpu03")["late-commands"]
-    archive_url = f"http://10.10.0.2/node-images/{ARCHIVE_FILE}"
+    archive_url = f"http://10.10.0.2:8080/node-images/{ARCHIVE_FILE}"  # the media server
     fetch = next(i for i, c in enumerate(commands) if archive_url in c)
     check = next(i for i, c in enumerate(commands) if f"echo '{ARCHIVE_SHA}  " in c)
     unpack = next(i for i, c in enumerate(commands) if c.startswith("tar -xzpf "))
@@ -226,7 +226,7 @@ def test_cli_serves_the_archive_and_the_seeds_it_finds(
     assert "profile head has no image archive" in err
     assert "no seed in" in err and "for gpu03, gpu04, gpu05, gpu06, gpu07, gpu08:" in err
     user_data = (out / "http/nodes/gpu01/user-data").read_text()
-    assert f"http://10.10.0.2/node-images/{ARCHIVE_FILE}" in user_data
+    assert f"http://10.10.0.2:8080/node-images/{ARCHIVE_FILE}" in user_data
 
 
 def test_cli_refuses_an_archive_that_changed_after_the_build(
