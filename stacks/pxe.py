@@ -28,7 +28,7 @@ from myriad.errors import MyriadError
 from myriad.fsutil import atomic_write_text
 from myriad.plan.node_images import ImageManifest
 from myriad.plan.nodes import NodeRecord, iter_nodes
-from myriad.provision.pxe_state import HOSTS_FILE, installer_path
+from myriad.provision.pxe_state import HOSTS_FILE, SEED_TOKEN_MARK, installer_path
 from myriad.provision.redfish import ssh_banner_marker
 from myriad.spec import SpecError, load_spec
 from myriad.spec.models import BareMetalHost, BareMetalOptions, Cluster, OsDisk
@@ -387,6 +387,7 @@ def render_pxe(
             "callback": f"{http}/installed/{node.name}",
             "node_json": json.dumps(identity, sort_keys=True) + "\n",
             "image": installs.get(node.name),
+            "seed_token_mark": SEED_TOKEN_MARK,
             "image_commands": (
                 late_commands(node.name, installs[node.name]) if node.name in installs else []
             ),

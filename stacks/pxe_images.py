@@ -17,8 +17,9 @@ new system mounted at /target (autoinstall reference, `late-commands`), the node
    documented way to run a command in the installed system), so the boot uses the image's
    kernel with this disk's layout, and enables `myriad-converge.service`, which the image
    must hold (the command fails, and so the install, when it does not);
-4. fetches the node's seed (`<http>/seeds/<node>.tar.gz`) and its `.sha256`, checks it, and
-   unpacks it to /var/lib/myriad/seed (0700), so myriad-converge runs at first boot.
+4. fetches the node's seed (`<http>/seeds/<node>.tar.gz?token=...`, the install's one-time
+   token read from the kernel line; myriad.provision.pxe_state) and its `.sha256`, checks
+   it, and unpacks it to /var/lib/myriad/seed (0700), so myriad-converge runs at first boot.
 
 Why the archive over the stock install, and not curtin's own `sources` (curtin's
 configuration reference: an http tarball is fetched and extracted to the target): Ubuntu's
@@ -28,7 +29,8 @@ late-commands do the same extraction with the digest checked first.
 What the archive must be: a root file system of the spec's `software.os` with a kernel, GRUB
 and cloud-init installed (the build host's), made with GNU tar with numeric owners and
 xattrs. The seed holds the munge key: the PXE server gives `/seeds/<node>.*` only to that
-node's own address (`myriad.provision.pxe_server`), and the files are 0600 in the bundle.
+node's own address (`myriad.provision.pxe_server`), the seed itself only while the node is
+flagged, once, for its install's token, and the files are 0600 in the bundle.
 """
 
 from __future__ import annotations
@@ -207,7 +209,9 @@ def late_commands(node: str, install: ImageInstall) -> list[str]:
         f"{in_target} update-initramfs -u -k all",
         f"{in_target} update-grub",
         f"{in_target} systemctl enable {CONVERGE_UNIT}",
-        f"{_CURL} -o {seed} {install.seed_url} && {_CURL} -o {seed}.sha256 "
+        # The install's one-time seed token, from the kernel line the PXE server wrote.
+        "token=$(sed -n 's/.*myriad[.]seed_token=\\([^ ]*\\).*/\\1/p' /proc/cmdline) && "
+        f'{_CURL} -o {seed} "{install.seed_url}?token=$token" && {_CURL} -o {seed}.sha256 '
         f"{install.seed_url}.sha256",
         f"cd {_WORK} && sha256sum -c {node}.tar.gz.sha256",
         f"install -d -m 0700 /target{SEED_DIR} && tar -xzf {seed} -C /target{SEED_DIR} "

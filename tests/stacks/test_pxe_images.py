@@ -13,6 +13,7 @@ import dataclasses
 import hashlib
 import io
 import json
+import re
 import subprocess
 import tarfile
 import threading
@@ -27,7 +28,13 @@ import yaml
 
 from myriad.plan.node_images import ImageArchive, ImageManifest
 from myriad.provision.pxe_server import make_server
-from myriad.provision.pxe_state import HOSTS_FILE
+from myriad.provision.pxe_state import (
+    HOSTS_FILE,
+    SEED_TOKEN_MARK,
+    PxeState,
+    installer_path,
+    served_path,
+)
 from myriad.spec.models import Cluster
 from stacks import pxe, pxe_images
 from stacks.interface import StackError
@@ -113,7 +120,7 @@ def test_image_mode_installs_the_archive_after_checking_its_digest(
         "curtin in-target --target=/target -- systemctl enable myriad-converge.service" in commands
     )
     seed_url = "http://10.10.0.2/seeds/gpu03.tar.gz"
-    seed = next(i for i, c in enumerate(commands) if f" {seed_url} " in c)
+    seed = next(i for i, c in enumerate(commands) if f" \"{seed_url}?token=$token\" " in c)
     assert f"{seed_url}.sha256" in commands[seed]
     assert commands[seed + 1] == "cd /tmp/myriad && sha256sum -c gpu03.tar.gz.sha256"
     assert "/target/var/lib/myriad/seed" in commands[seed + 2]
@@ -134,13 +141,19 @@ def test_each_node_fetches_its_own_seed_and_other_profiles_install_stock(
         commands = install_of(files, host.name)["late-commands"]
         seeds = [c for c in commands if "/seeds/" in c]
         if host.name.startswith("gpu"):
+            # The seed's one-time token comes from the kernel line of the installer script,
+            # which the PXE server writes when it flags the node (myriad.provision.pxe_state).
             assert seeds == [
+                "token=$(sed -n 's/.*myriad[.]seed_token=\\([^ ]*\\).*/\\1/p' /proc/cmdline) && "
                 f"curl -fsS --retry 10 --retry-delay 3 --retry-all-errors -o "
-                f"/tmp/myriad/{host.name}.tar.gz http://10.10.0.2/seeds/{host.name}.tar.gz && "
+                f"/tmp/myriad/{host.name}.tar.gz "
+                f'"http://10.10.0.2/seeds/{host.name}.tar.gz?token=$token" && '
                 f"curl -fsS --retry 10 --retry-delay 3 --retry-all-errors -o "
                 f"/tmp/myriad/{host.name}.tar.gz.sha256 "
                 f"http://10.10.0.2/seeds/{host.name}.tar.gz.sha256"
             ]
+            script = files[installer_path(host.mac)]
+            assert f" myriad.seed_token={SEED_TOKEN_MARK} " in script
         else:  # profile head has no image record: the stock install, the callback alone
             assert seeds == [] and len(commands) == 1
     # A new image is a new bundle digest: `pulumi preview` shows the stale PXE server.
@@ -344,12 +357,26 @@ def test_the_pxe_server_gives_a_seed_to_its_node_only(
     for name in ("gpu01", "gpu02"):
         (seeds / f"{name}.tar.gz").write_bytes(name.encode())
     assert pxe_images.publish_seeds(seeds, ["gpu01", "gpu02", "gpu03"], root) == ["gpu03"]
+    state = PxeState(root)
     server = make_server(root, "127.0.0.1", 0)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     base = f"http://127.0.0.1:{server.server_address[1]}"
+
+    def refused(path: str, code: str) -> None:
+        with pytest.raises(urllib.error.HTTPError, match=code):
+            urllib.request.urlopen(f"{base}{path}", timeout=5)
+
     try:
-        with urllib.request.urlopen(f"{base}/seeds/gpu02.tar.gz", timeout=5) as answer:
-            assert answer.read() == b"gpu02"
+        refused("/seeds/gpu02.tar.gz", "403")  # not flagged: no install asks for it
+        state.flag("gpu02", hosts["gpu02"]["mac"], "i1", limit=8)
+        served = (root / served_path(hosts["gpu02"]["mac"])).read_text()
+        (token,) = re.findall(r" myriad\.seed_token=([A-Za-z0-9_-]{32}) ", served)
+        assert SEED_TOKEN_MARK not in served
+        refused("/seeds/gpu02.tar.gz", "403")  # from its address, but without the token
+        refused("/seeds/gpu02.tar.gz?token=" + "x" * 32, "403")
+        with urllib.request.urlopen(f"{base}/seeds/gpu02.tar.gz?token={token}", timeout=5) as a:
+            assert a.read() == b"gpu02"
+        refused(f"/seeds/gpu02.tar.gz?token={token}", "403")  # once only
         with urllib.request.urlopen(f"{base}/seeds/gpu02.tar.gz.sha256", timeout=5) as answer:
             assert answer.read().decode().endswith("  gpu02.tar.gz\n")
         for path, code in (
@@ -358,8 +385,20 @@ def test_the_pxe_server_gives_a_seed_to_its_node_only(
             ("/seeds/", "404"),
             ("/seeds/gpu02.tar", "404"),
         ):
-            with pytest.raises(urllib.error.HTTPError, match=code):
-                urllib.request.urlopen(f"{base}{path}", timeout=5)
+            refused(path, code)
+        # A reimage flags it again, with a new token.
+        state.advance("gpu02", "failed", "test")
+        state.flag("gpu02", hosts["gpu02"]["mac"], "i2", limit=8)
+        served = (root / served_path(hosts["gpu02"]["mac"])).read_text()
+        (again,) = re.findall(r" myriad\.seed_token=([A-Za-z0-9_-]{32}) ", served)
+        assert again != token
+        # The flagged installer script, which holds the token, goes to its node only.
+        gpu01 = state.flag("gpu01", hosts["gpu01"]["mac"], "i1", limit=8)
+        refused("/" + served_path(gpu01.mac).removeprefix("http/"), "404")  # as if unflagged
+        with urllib.request.urlopen(
+            f"{base}/{served_path(hosts['gpu02']['mac']).removeprefix('http/')}", timeout=5
+        ) as answer:
+            assert answer.status == 200
         with urllib.request.urlopen(f"{base}/boot.ipxe", timeout=5) as answer:
             assert answer.status == 200  # everything else as before
     finally:

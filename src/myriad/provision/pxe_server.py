@@ -6,7 +6,10 @@ GET serves files under `<root>/http` (iPXE scripts, autoinstall user-data, the O
 `POST /installed/<name>` is what a node's autoinstall late-command sends when its install is
 done: the node is then no longer flagged, so its next network boot goes to the local disk.
 `/seeds/<name>.tar.gz` (image mode: the node's seed, with the munge key) and its `.sha256` go
-only to `<name>`'s own address, as `hosts.json` lists it.
+only to `<name>`'s own address, as `hosts.json` lists it; the seed itself also only while the
+node is flagged, for the install's one-time token (`?token=`, myriad.provision.pxe_state),
+and once. A flagged installer script, `/nodes/<mac>.ipxe`, holds that token and goes only to
+the address of the host with that MAC.
 Any web server can serve `http/`; only the callback needs this one (without it, the
 provisioning wait clears each flag when the installed system answers on SSH).
 """
@@ -18,6 +21,7 @@ import http.server
 import logging
 import re
 import sys
+import urllib.parse
 from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
@@ -30,6 +34,7 @@ logger = logging.getLogger(__name__)
 logger.addHandler(logging.NullHandler())
 _CALLBACK = re.compile(r"^/installed/([A-Za-z0-9._-]+)$")
 _SEED = re.compile(r"^/seeds/([A-Za-z0-9._-]+?)\.tar\.gz(\.sha256)?$")
+_INSTALLER = re.compile(r"^/nodes/([0-9a-f]{2}(?:-[0-9a-f]{2}){5})\.ipxe$")
 
 
 class PxeRequestHandler(http.server.SimpleHTTPRequestHandler):
@@ -42,16 +47,45 @@ class PxeRequestHandler(http.server.SimpleHTTPRequestHandler):
         super().__init__(*args, directory=str(state.root / "http"), **kwargs)
 
     def do_GET(self) -> None:  # the handler's method name
-        if self._seed_allowed():
-            super().do_GET()
+        spend = self._seed_allowed(spend=True)
+        if spend is False or not self._installer_allowed():
+            return
+        super().do_GET()
+        if isinstance(spend, str):
+            # Sent in full (a broken transfer raised above): the token is spent.
+            self.state.consume_seed_token(spend)
 
     def do_HEAD(self) -> None:  # the handler's method name
-        if self._seed_allowed():
+        if self._seed_allowed(spend=False) is not False and self._installer_allowed():
             super().do_HEAD()
 
-    def _seed_allowed(self) -> bool:
-        """False (the answer sent) for a seed asked by anyone but its node; True otherwise."""
-        path = self.path.split("?", 1)[0]
+    def _hosts(self) -> dict[str, dict[str, str]] | None:
+        try:
+            return self.state.hosts()
+        except PxeStateError as exc:
+            self.send_error(500, str(exc))
+            return None
+
+    def _installer_allowed(self) -> bool:
+        """False (the answer sent) for a flagged installer script asked by another address."""
+        match = _INSTALLER.match(self.path.split("?", 1)[0])
+        if match is None:
+            return True
+        hosts = self._hosts()
+        if hosts is None:
+            return False
+        mac = match.group(1).replace("-", ":")
+        owners = [h.get("address") for h in hosts.values() if str(h.get("mac")).lower() == mac]
+        if self.client_address[0] not in owners:
+            # Unknown MAC or another machine: as if not flagged (it holds the seed token).
+            self.send_error(404, "no installer for this address")
+            return False
+        return True
+
+    def _seed_allowed(self, *, spend: bool) -> bool | str:
+        """False (the answer sent) for a seed anyone but its node asks for, or without the
+        install's token; the node's name when this GET spends a token; True otherwise."""
+        path, _, query = self.path.partition("?")
         if not path.startswith("/seeds/"):
             return True
         match = _SEED.match(path)
@@ -59,16 +93,27 @@ class PxeRequestHandler(http.server.SimpleHTTPRequestHandler):
             self.send_error(404, "only /seeds/<name>.tar.gz and its .sha256")
             return False
         name, client = match.group(1), self.client_address[0]
-        try:
-            entry = self.state.hosts().get(name)
-        except PxeStateError as exc:
-            self.send_error(500, str(exc))
+        hosts = self._hosts()
+        if hosts is None:
             return False
+        entry = hosts.get(name)
         if not isinstance(entry, dict) or entry.get("address") != client:
             logger.warning("refused %s's seed to %s", name, client)
             self.send_error(403, f"{name}'s seed goes to {name}'s own address only")
             return False
-        return True
+        if match.group(2):  # the digest: no secret in it
+            return True
+        token = urllib.parse.parse_qs(query).get("token", [""])[0]
+        if not self.state.seed_token_valid(name, token):
+            logger.warning("refused %s's seed: no valid one-time token", name)
+            self.send_error(
+                403, f"{name}'s seed goes only to its install in progress, once, with its token"
+            )
+            return False
+        if not (self.state.root / "http" / path.lstrip("/")).is_file():
+            self.send_error(404, f"no seed for {name} yet")  # and the token is not spent
+            return False
+        return name if spend else True
 
     def do_POST(self) -> None:  # the handler's method name
         match = _CALLBACK.match(self.path.split("?", 1)[0])

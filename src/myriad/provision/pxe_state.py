@@ -15,14 +15,22 @@ state file the provisioning wait resumes from, and what the provider's `read` re
 
 At most `limit` nodes are `installing` at once (the spec's `parallel_installs`): the rest
 wait `queued`, powered off, until the provisioning wait starts them.
+
+Image mode's seed (it holds the munge key) is guarded by a one-time token per install:
+flagging a node draws a fresh token, writes it into the installer script it serves (on the
+kernel line, where the installer's late-commands read it from /proc/cmdline) and keeps it
+under `state/tokens/` (0600). The PXE server gives the seed only for that token, only while
+the node is flagged, only to the node's address, and once; the end of the install removes it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import hmac
 import json
 import os
+import secrets
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, replace
@@ -38,6 +46,10 @@ STATES: tuple[State, ...] = ("queued", "installing", "installed", "up", "failed"
 # Still the PXE server's business: the flag stays until the install has finished.
 FLAGGED: frozenset[str] = frozenset({"queued", "installing"})
 FINISHED: frozenset[str] = frozenset({"up", "failed"})
+# In an installer script, where `flag` puts the install's one-time seed token.
+SEED_TOKEN_MARK = "@MYRIAD_SEED_TOKEN@"
+# The token's URL-safe alphabet (secrets.token_urlsafe), the only thing a request may carry.
+_TOKEN_BYTES = 24
 # The detail of a slot claimed for a queued node whose power-on has not been confirmed yet:
 # a wait stopped at that moment powers it on when it runs again.
 POWERING_ON = "powering on"
@@ -129,6 +141,25 @@ class PxeState:
     def save(self, record: InstallRecord) -> None:
         atomic_write_text(self.state_dir / f"{record.name}.json", record.to_json())
 
+    def _token_file(self, name: str) -> Path:
+        return self.root / "state" / "tokens" / name
+
+    def seed_token_valid(self, name: str, token: str) -> bool:
+        """Whether `token` is `name`'s current, unused seed token (`name` flagged)."""
+        record = self.record(name)
+        if record is None or record.state not in FLAGGED or not token:
+            return False
+        try:
+            expected = self._token_file(name).read_text(encoding="ascii").strip()
+        except (FileNotFoundError, UnicodeDecodeError):
+            return False
+        return bool(expected) and hmac.compare_digest(expected, token)
+
+    def consume_seed_token(self, name: str) -> None:
+        """The seed went out: its token is spent."""
+        with self.lock(), contextlib.suppress(FileNotFoundError):
+            os.unlink(self._token_file(name))
+
     def flagged(self, mac: str) -> bool:
         return (self.root / served_path(mac)).exists()
 
@@ -147,7 +178,11 @@ class PxeState:
             now = time.time()
             state: State = "installing" if self.in_flight() < limit else "queued"
             record = InstallRecord(name, mac, install_id, state, now, now)
-            atomic_write_text(self.root / served_path(mac), installer.read_text(encoding="utf-8"))
+            token = secrets.token_urlsafe(_TOKEN_BYTES)
+            atomic_write_text(self._token_file(name), token + "\n", 0o600)
+            script = installer.read_text(encoding="utf-8").replace(SEED_TOKEN_MARK, token)
+            # The served script holds the token: the PXE server gives it to the node only.
+            atomic_write_text(self.root / served_path(mac), script, 0o600)
             self.save(record)
         return record
 
@@ -179,6 +214,8 @@ class PxeState:
             if state not in FLAGGED:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(self.root / served_path(record.mac))
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(self._token_file(name))
             updated = replace(record, state=state, updated=time.time(), detail=detail)
             self.save(updated)
             return updated
