@@ -63,14 +63,19 @@ def lint(session: nox.Session) -> None:
 
 @nox.session
 def unit(session: nox.Session) -> None:
-    """Everything that needs neither Docker nor an Ansible run, linters excluded."""
+    """Everything that needs neither Docker nor an Ansible run, linters excluded: in parallel
+    on every core (pytest-xdist, a test module per worker so module fixtures are built once),
+    last run's failures first (pytest's cache)."""
     _pytest(
         session,
         "-m",
         "not docker and not slow",
         *(f"--ignore={path}" for path in LINT_TESTS),
-        "-p",
-        "no:cacheprovider",
+        "-n",
+        "auto",
+        "--dist",
+        "loadfile",
+        "--failed-first",
     )
 
 
