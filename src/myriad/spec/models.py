@@ -463,7 +463,7 @@ class Profile(_Model):
         ge=0,
         le=64,
         description="NVSwitch chips in the server (0: none); with any, NVIDIA Fabric Manager "
-        "is installed and checked and the GPUs' all-reduce runs over NVLink",
+        "is installed and checked, and the plan counts the GPUs' all-reduce over NVLink",
     )
     nics: NicSet = Field(
         default=NicSet(), description="NICs by network: compute, storage and management"
