@@ -249,6 +249,8 @@ class NodeFacts:
     # The hardware map recorded at bring-up, and the one discovered now (myriad.node.hardware).
     hardware_record: Fact[Mapping[str, Any]] = NOT_GATHERED
     hardware_map: Fact[Mapping[str, Any]] = NOT_GATHERED
+    # RoCE ports' GID tables (device -> [[index, gid, type], ...]).
+    roce_gids: Fact[Mapping[str, Any]] = NOT_GATHERED
     seconds: float | None = None
     # Each RDMA device's first port (the one the spec's NICs use), read once for the
     # several HCA checks.
@@ -667,6 +669,7 @@ def node_facts(host: str, document: object) -> NodeFacts:
         hardware_map=read_probe(
             probes, "hardware_map", "hardware discovery", _json_of("the hardware map")
         ),
+        roce_gids=read_probe(probes, "roce_gids", "RoCE GID tables", _json_of("the GID tables")),
         seconds=float(seconds) if isinstance(seconds, (int, float)) else None,
     )
 

@@ -363,6 +363,14 @@ def hardware_map(root: str) -> Record:
     return _record(0, stdout=json.dumps(discover(Sysfs(at(root, "/sys"))).to_json()))
 
 
+def roce_gids(root: str) -> Record:
+    """Port 1's populated GIDs and their types on every Ethernet RDMA device, as JSON."""
+    from myriad.node.hardware.gids import roce_gids as read_gids
+    from myriad.node.hardware.sysfs import Sysfs
+
+    return _record(0, stdout=json.dumps(read_gids(Sysfs(at(root, "/sys")))))
+
+
 def proc_bonding(root: str) -> Record:
     top = at(root, "/proc/net/bonding")
     if not os.path.isdir(top):
@@ -436,6 +444,7 @@ def probes(args: argparse.Namespace) -> dict[str, Callable[[], Record]]:
         # The hardware map the rdma role recorded, and the map as discovery finds it now.
         "hardware_record": lambda: read_file(at(root, HARDWARE_RECORD)),
         "hardware_map": lambda: hardware_map(root),
+        "roce_gids": lambda: roce_gids(root),
         # The node health runner's last state (myriad-health), for `myriad health`.
         "health_state": lambda: read_file(at(root, HEALTH_STATE)),
     }

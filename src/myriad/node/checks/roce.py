@@ -21,6 +21,7 @@ from myriad.node.checks.model import (
     verdict,
 )
 from myriad.node.facts import NodeFacts
+from myriad.node.hardware.gids import gid_problems
 from myriad.node.parsers import MlnxQos
 
 FIX = bringup_fix("roce", "or restart myriad-roce-qos.service")
@@ -236,5 +237,52 @@ ROCE_ADDRESS = Check(
     derive=_derive_addresses,
     evaluate=_evaluate_addresses,
     explain=lambda expected: listed([f"{k} {v}" for k, v in expected.items()]),
+    per_node=True,
+)
+
+
+# --- roce.gid_index ------------------------------------------------------------------------------
+
+
+def _derive_gid(c: Context) -> Expect | Skip:
+    netdevs = _netdevs(c)
+    if isinstance(netdevs, Skip):
+        return netdevs
+    rails = {
+        str(nic["device"]): str(nic["address"])
+        for nic in c.variables.get("roce_nics") or []
+        if nic.get("address") and nic.get("device")
+    }
+    if not rails:
+        return Skip("network.addressing.compute", "no rail addresses are planned for this node")
+    pinned = c.spec.network.roce_qos.gid_index
+    fix = (
+        "check that each rail's address is on its netdev (`ip -4 addr`; the kernel adds the "
+        "GID with it); where the index differs between rails or from the spec, rebuild the "
+        "images with NCCL 2.21 or later (it picks the RoCEv2 GID itself) or give every rail "
+        "the same address layout and set network.roce_qos.gid_index to the index found"
+    )
+    return Expect({"rails": rails, "pinned": pinned}, "network.roce_qos.gid_index", fix)
+
+
+def _evaluate_gid(expected: dict[str, Any], facts: NodeFacts, view: object, node: str) -> Outcome:
+    if not facts.roce_gids.ok:
+        return unavailable(facts.roce_gids)
+    problems, found = gid_problems(facts.roce_gids.get(), expected["rails"], expected["pinned"])
+    indices = sorted(set(found.values()))
+    good = f"RoCEv2 IPv4 GID at index {indices[0]} on every rail" if indices else ""
+    return verdict(problems, good)
+
+
+ROCE_GID = Check(
+    id="roce.gid_index",
+    title="each rail's RoCEv2 IPv4 GID sits at one index (what NCCL before 2.21 needs)",
+    spec_fields=("network.roce_qos.gid_index",),
+    derive=_derive_gid,
+    evaluate=_evaluate_gid,
+    explain=lambda expected: (
+        f"one RoCEv2 IPv4 GID index on {len(expected['rails'])} rail(s)"
+        + (f", index {expected['pinned']}" if expected["pinned"] is not None else "")
+    ),
     per_node=True,
 )
