@@ -120,7 +120,7 @@ def test_image_mode_installs_the_archive_after_checking_its_digest(
         "curtin in-target --target=/target -- systemctl enable myriad-converge.service" in commands
     )
     seed_url = "http://10.10.0.2/seeds/gpu03.tar.gz"
-    seed = next(i for i, c in enumerate(commands) if f" \"{seed_url}?token=$token\" " in c)
+    seed = next(i for i, c in enumerate(commands) if f' "{seed_url}?token=$token" ' in c)
     assert f"{seed_url}.sha256" in commands[seed]
     assert commands[seed + 1] == "cd /tmp/myriad && sha256sum -c gpu03.tar.gz.sha256"
     assert "/target/var/lib/myriad/seed" in commands[seed + 2]
