@@ -451,6 +451,20 @@ def rail_addressing(loaded: LoadedSpec, plan: Plan) -> Iterator[Finding]:
         )
 
 
+def storage_not_mounted(loaded: LoadedSpec, plan: Plan) -> Iterator[Finding]:
+    storage = loaded.spec.storage
+    if storage.kind == "weka":
+        yield Finding(
+            id="storage-not-mounted",
+            severity="warning",
+            message=f"bring-up does not mount WEKA: its client is installed from the WEKA "
+            f"cluster itself, so {storage.mount} is left to the site",
+            suggestion="install the WEKA client and mount it on every node before `myriad "
+            "validate` (which checks the mount), or accept this in lints.accept",
+            path=("storage", "kind"),
+        )
+
+
 def storage_for_checkpoints(loaded: LoadedSpec, plan: Plan) -> Iterator[Finding]:
     storage = loaded.spec.storage
     checkpoint = plan.checkpoint
@@ -778,6 +792,7 @@ LINTS: tuple[Lint, ...] = (
     fabric_fit,
     addressing,
     storage_server_address,
+    storage_not_mounted,
     rail_addressing,
     storage_for_checkpoints,
     software_fit,

@@ -200,7 +200,9 @@ def _nccl_vars(spec: Cluster, plan: Plan) -> dict[str, Any]:
 
 def _storage_vars(spec: Cluster, made: StackStorage | None = None) -> dict[str, Any]:
     storage = spec.storage
-    if storage.kind == "none":
+    # WEKA's client comes from the WEKA cluster itself, not from a package the role can
+    # install: bring-up mounts nothing for it (lint storage-not-mounted says so).
+    if storage.kind in ("none", "weka"):
         return {"storage_net_mount_kind": "none"}
     if storage.kind == "fsx-lustre":
         return _fsx_vars(spec, made)

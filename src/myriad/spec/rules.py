@@ -137,6 +137,12 @@ _RULES = (
         acceptable=False,
     ),
     Rule(
+        "storage-not-mounted",
+        "Some shared file systems' clients cannot be installed by a role (WEKA's comes from "
+        "the WEKA cluster): bring-up leaves their mount to the site.",
+        "Install the client and mount it on every node before validating, or accept it.",
+    ),
+    Rule(
         "checkpoint-overhead",
         "Blocking checkpoints stop training for the whole write; too large a share of the "
         "interval is lost compute.",
