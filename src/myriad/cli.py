@@ -198,9 +198,9 @@ def _reimager() -> Reimager:
 
 
 def _validator() -> Validator:
-    from myriad.validate.service import validate_after_bringup
+    from myriad.ops.settle import validate_when_settled
 
-    return validate_after_bringup
+    return validate_when_settled
 
 
 def _cmd_bringup(args: argparse.Namespace, out: Console, err: Console) -> int:

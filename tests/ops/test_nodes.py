@@ -9,7 +9,7 @@ import pytest
 
 from myriad.errors import OpsError, OpsInputError
 from myriad.ops import nodes
-from myriad.ops.slurm import Completed, Slurm
+from myriad.ops.slurm import Completed, Slurm, wait_settled
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "inventories" / "local" / "cluster.yaml"
 
@@ -80,3 +80,42 @@ def test_unknown_nodes_and_empty_reasons_are_input_errors() -> None:
         nodes.drain(EXAMPLE, ["ctl01"], "x", slurm=slurm)
     with pytest.raises(OpsInputError, match="--reason is empty"):
         nodes.drain(EXAMPLE, ["node01"], "  ", slurm=slurm)
+
+
+class Answers:
+    """sinfo answering each call with the next table, the last one for good."""
+
+    def __init__(self, *tables: str) -> None:
+        self.tables, self.calls = list(tables), 0
+
+    def __call__(self, argv: Sequence[str]) -> Completed:
+        self.calls += 1
+        return Completed(0, self.tables[min(self.calls, len(self.tables)) - 1], "")
+
+
+def test_validation_waits_for_nodes_to_answer_slurmctld() -> None:
+    # After a munge key is restored slurmd re-registers: `idle*` (not responding), then idle.
+    answers = Answers(
+        "node01|idle*|none\nnode02|unknown|none\n", "node01|idle|none\nnode02|idle|none\n"
+    )
+    slept: list[float] = []
+    waiting = wait_settled(Slurm(["x"], answers), ["node01", "node02"], sleep=slept.append)
+    assert waiting == [] and answers.calls == 2 and slept == [3.0]
+
+
+def test_the_wait_is_bounded_and_names_who_never_answered() -> None:
+    now = [0.0]
+
+    def sleep(seconds: float) -> None:
+        now[0] += seconds
+
+    answers = Answers("node01|idle|none\nnode02|down*|none\n")
+    waiting = wait_settled(
+        Slurm(["x"], answers),
+        ["node01", "node02", "node03"],
+        timeout_s=10,
+        clock=lambda: now[0],
+        sleep=sleep,
+    )
+    # node03 is not in sinfo at all; a down node that answers is judged, not waited for.
+    assert waiting == ["node02", "node03"] and now[0] >= 10

@@ -17,6 +17,7 @@ from __future__ import annotations
 import getpass
 import shlex
 import subprocess
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -27,6 +28,9 @@ from myriad.render.inventory import Inventory
 HEALTH_PREFIX = "myriad-health: "
 MYRIAD_PREFIX = "myriad: "
 COMMAND_TIMEOUT_S = 60
+# How long `up` waits for nodes to re-register with slurmctld before validating them: a few
+# of slurmctld's pings (SlurmdTimeout's checks), however slow the machine.
+SETTLE_TIMEOUT_S = 120.0
 # Jobs in these states hold their nodes: a drained node with one of them is still busy.
 BUSY_JOB_STATES = "RUNNING,COMPLETING,CONFIGURING,SUSPENDED,STOPPED"
 
@@ -209,3 +213,36 @@ def check_names(names: Sequence[str], known: Sequence[str], cluster: str) -> Non
             f"{', '.join(unknown)}: not a compute node of cluster {cluster} "
             f"(its compute nodes: {', '.join(known) or 'none'})"
         )
+
+
+def settling(states: Mapping[str, NodeState], names: Sequence[str]) -> list[str]:
+    """Nodes slurmctld has not heard from yet: not listed, `*` (not responding) or unknown.
+
+    Right after slurmd or munge restarts, a node re-registers within a ping interval; judging
+    it before then reports a healthy node as failed."""
+    return [
+        name
+        for name in names
+        if name not in states
+        or states[name].state.endswith("*")
+        or states[name].state.startswith("unknown")
+    ]
+
+
+def wait_settled(
+    slurm: Slurm,
+    names: Sequence[str],
+    *,
+    timeout_s: float = SETTLE_TIMEOUT_S,
+    poll_s: float = 3.0,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> list[str]:
+    """Wait, at most `timeout_s`, until every node answers slurmctld; the ones that still
+    do not (judged as they are by validation, which says why)."""
+    deadline = clock() + timeout_s
+    while True:
+        waiting = settling(slurm.nodes(names), names)
+        if not waiting or clock() >= deadline:
+            return waiting
+        sleep(poll_s)
