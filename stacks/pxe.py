@@ -322,6 +322,8 @@ def render_pxe(
         images or {},
         settings.http_base,
         settings.media_base,
+        settings.seed_base,
+        settings.tls_ca,
     )
     env = _environment()
     network = ipaddress.ip_network(spec.network.addressing.management)
@@ -440,9 +442,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = pxe_settings(config, spec)
         files = render_pxe(spec, settings, source=spec_source(path), images=images)
         write_bundle(files, args.out)
-        notes = publish_images(
-            spec, images, state, args.out, settings.http_base, settings.media_base
-        )
+        notes = publish_images(spec, images, state, args.out, settings)
     except SpecError as exc:
         print(exc.render(), file=sys.stderr)
         return exc.exit_code
@@ -460,14 +460,21 @@ def publish_images(
     images: Mapping[str, ImageManifest],
     state: Path,
     out: Path,
-    http: str,
-    media: str | None = None,
+    settings: PxeSettings,
 ) -> list[str]:
     """Image mode: the archives and the seeds beside the bundle; what an operator should know."""
     if not images:
         return []
     publish_archives(images, state / "images", out)
-    installs = installs_for(spec, iter_nodes(spec), images, http, media)
+    installs = installs_for(
+        spec,
+        iter_nodes(spec),
+        images,
+        settings.http_base,
+        settings.media_base,
+        settings.seed_base,
+        settings.tls_ca,
+    )
     notes = [
         f"profile {profile} has no image archive in {state / 'images'}: its nodes get the "
         f"stock install (`myriad image build --profile {profile}` builds one)"

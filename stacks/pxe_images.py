@@ -35,6 +35,7 @@ flagged, once, for its install's token, and the files are 0600 in the bundle.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import os
@@ -93,6 +94,8 @@ class ImageInstall:
     archive_url: str
     archive_sha256: str
     seed_url: str
+    # The PXE server's CA (PEM) when seeds go over TLS: curl checks the server with it.
+    seed_ca: str | None = None
 
 
 def node_count(spec: Cluster) -> int:
@@ -166,11 +169,14 @@ def installs_for(
     images: Mapping[str, ImageManifest],
     http: str,
     media: str | None = None,
+    seeds: str | None = None,
+    seed_ca: str | None = None,
 ) -> dict[str, ImageInstall]:
     """Node name → what it installs from, for the nodes whose profile has an archive.
 
     The archive comes from the media web server (`media`), the seed from the PXE server
-    (`http`), which gives it only to its node's address.
+    (`seeds`: its TLS listener when it has one, checked against `seed_ca`; else `http`),
+    which gives it only to its node's address.
     """
     if not images or not image_mode(spec):
         return {}
@@ -184,7 +190,8 @@ def installs_for(
             content_hash=manifest.content_hash,
             archive_url=f"{media or http}/{ARCHIVE_FOLDER}/{manifest.archive.file}",
             archive_sha256=manifest.archive.sha256,
-            seed_url=f"{http}/{SEED_FOLDER}/{node.name}.tar.gz",
+            seed_url=f"{seeds or http}/{SEED_FOLDER}/{node.name}.tar.gz",
+            seed_ca=seed_ca,
         )
     return installs
 
@@ -201,6 +208,17 @@ def late_commands(node: str, install: ImageInstall) -> list[str]:
         f"--exclude='{prefix}{pattern}'" for pattern in KEEP for prefix in ("", "./")
     )
     in_target = "curtin in-target --target=/target --"
+    ca = f"{_WORK}/pxe-ca.pem"
+    trust = f" --cacert {ca}" if install.seed_ca else ""
+    # The CA is public; base64 keeps its PEM out of the shell's quoting.
+    write_ca = (
+        [
+            f"mkdir -p {_WORK} && echo "
+            f"{base64.b64encode(install.seed_ca.encode()).decode()} | base64 -d > {ca}"
+        ]
+        if install.seed_ca
+        else []
+    )
     return [
         f"mkdir -p {_WORK} && {_CURL} -o {archive} {install.archive_url}",
         f"echo '{install.archive_sha256}  {archive}' | sha256sum -c -",
@@ -210,9 +228,10 @@ def late_commands(node: str, install: ImageInstall) -> list[str]:
         f"{in_target} update-grub",
         f"{in_target} systemctl enable {CONVERGE_UNIT}",
         # The install's one-time seed token, from the kernel line the PXE server wrote.
+        *write_ca,
         "token=$(sed -n 's/.*myriad[.]seed_token=\\([^ ]*\\).*/\\1/p' /proc/cmdline) && "
-        f'{_CURL} -o {seed} "{install.seed_url}?token=$token" && {_CURL} -o {seed}.sha256 '
-        f"{install.seed_url}.sha256",
+        f'{_CURL}{trust} -o {seed} "{install.seed_url}?token=$token" && '
+        f"{_CURL}{trust} -o {seed}.sha256 {install.seed_url}.sha256",
         f"cd {_WORK} && sha256sum -c {node}.tar.gz.sha256",
         f"install -d -m 0700 /target{SEED_DIR} && tar -xzf {seed} -C /target{SEED_DIR} "
         f"--no-same-owner && chown -R 0:0 /target{SEED_DIR} && rm -f {seed}",

@@ -142,11 +142,20 @@ class PxeSettings:
     # cache at another address takes `media_host`.
     media_port: int = 8080
     media_host: str | None = None
+    # Image mode's seeds over TLS: the PXE server's TLS port and its CA certificate (PEM),
+    # which the installer checks the server against. None: seeds over plain HTTP.
+    tls_port: int = 8443
+    tls_ca: str | None = None
 
     @property
     def http_base(self) -> str:
         port = "" if self.http_port == 80 else f":{self.http_port}"
         return f"http://{self.server}{port}"
+
+    @property
+    def seed_base(self) -> str:
+        """Where installers fetch seeds: the TLS listener when there is a CA, else HTTP."""
+        return f"https://{self.server}:{self.tls_port}" if self.tls_ca else self.http_base
 
     @property
     def media_base(self) -> str:
@@ -355,6 +364,12 @@ def pxe_settings(source: ConfigSource, spec: Cluster) -> PxeSettings:
     port = _default(source.get_int("pxeHttpPort"), 80)
     if not 0 < port < 65536:
         raise StackError(f"{NAMESPACE}:pxeHttpPort must be a TCP port, not {port}")
+    tls_port = _default(source.get_int("pxeTlsPort"), 8443)
+    if not 0 < tls_port < 65536 or tls_port == port:
+        raise StackError(
+            f"{NAMESPACE}:pxeTlsPort must be a TCP port other than pxeHttpPort, not {tls_port}"
+        )
+    tls_ca = _read_ca(source.get_str("pxeTlsCaFile"))
     media_port = _default(source.get_int("pxeMediaPort"), 8080)
     if not 0 < media_port < 65536 or (media_port == port and not source.get_str("pxeMediaHost")):
         raise StackError(
@@ -369,10 +384,29 @@ def pxe_settings(source: ConfigSource, spec: Cluster) -> PxeSettings:
         http_port=port,
         media_port=media_port,
         media_host=source.get_str("pxeMediaHost"),
+        tls_port=tls_port,
+        tls_ca=tls_ca,
         interface=source.get_str("pxeInterface"),
         domain=source.get_str("domain"),
         admin_user=_default(source.get_str("adminUser"), "myriad"),
     )
+
+
+def _read_ca(path: str | None) -> str | None:
+    """The PXE server's CA certificate (PEM), checked to be one, or None when not set."""
+    if path is None:
+        return None
+    try:
+        text = Path(path).expanduser().read_text(encoding="ascii")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise StackError(f"{NAMESPACE}:pxeTlsCaFile {path}: cannot read it: {exc}") from None
+    if "-----BEGIN CERTIFICATE-----" not in text:
+        raise StackError(
+            f"{NAMESPACE}:pxeTlsCaFile {path} holds no PEM certificate "
+            "(-----BEGIN CERTIFICATE-----): give the CA that signed the PXE server's TLS "
+            "certificate"
+        )
+    return text
 
 
 def _address(

@@ -10,6 +10,11 @@ only to `<name>`'s own address, as `hosts.json` lists it; the seed itself also o
 node is flagged, for the install's one-time token (`?token=`, myriad.provision.pxe_state),
 and once. A flagged installer script, `/nodes/<mac>.ipxe`, holds that token and goes only to
 the address of the host with that MAC.
+
+With `--tls-cert`/`--tls-key` the server also listens with TLS on `--tls-port` (the stack's
+`myriad:pxeTlsPort`, installers checking it against `myriad:pxeTlsCaFile`), and a seed
+then goes over TLS only: the plain listener refuses it. iPXE's scripts and the callback stay
+on plain HTTP (iPXE trusts only the CAs built into it).
 Any web server can serve `http/`; only the callback needs this one (without it, the
 provisioning wait clears each flag when the installed system answers on SSH).
 """
@@ -20,7 +25,9 @@ import argparse
 import http.server
 import logging
 import re
+import ssl
 import sys
+import threading
 import urllib.parse
 from collections.abc import Sequence
 from functools import partial
@@ -42,8 +49,11 @@ class PxeRequestHandler(http.server.SimpleHTTPRequestHandler):
 
     server_version = "myriad-pxe"
 
-    def __init__(self, *args: Any, state: PxeState, **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, state: PxeState, seeds_need_tls: bool = False, **kwargs: Any
+    ) -> None:
         self.state = state
+        self.seeds_need_tls = seeds_need_tls
         super().__init__(*args, directory=str(state.root / "http"), **kwargs)
 
     def do_GET(self) -> None:  # the handler's method name
@@ -103,6 +113,9 @@ class PxeRequestHandler(http.server.SimpleHTTPRequestHandler):
             return False
         if match.group(2):  # the digest: no secret in it
             return True
+        if self.seeds_need_tls and not isinstance(self.connection, ssl.SSLSocket):
+            self.send_error(403, f"{name}'s seed goes over TLS only (this server's TLS port)")
+            return False
         token = urllib.parse.parse_qs(query).get("token", [""])[0]
         if not self.state.seed_token_valid(name, token):
             logger.warning("refused %s's seed: no valid one-time token", name)
@@ -144,11 +157,35 @@ class PxeRequestHandler(http.server.SimpleHTTPRequestHandler):
         logger.info("%s %s", self.client_address[0], format % args)
 
 
-def make_server(root: Path, host: str, port: int) -> http.server.ThreadingHTTPServer:
+def make_server(
+    root: Path,
+    host: str,
+    port: int,
+    *,
+    tls: tuple[Path, Path] | None = None,
+    seeds_need_tls: bool = False,
+) -> http.server.ThreadingHTTPServer:
+    """The bundle's HTTP server; with `tls` (certificate, key) a TLS one.
+
+    `seeds_need_tls`: this plain server refuses seeds (a TLS server beside it gives them).
+    """
     state = PxeState(root)
     state.hosts()  # fail now, not on the first callback, when the bundle is not there
-    handler = partial(PxeRequestHandler, state=state)
-    return http.server.ThreadingHTTPServer((host, port), handler)
+    handler = partial(PxeRequestHandler, state=state, seeds_need_tls=seeds_need_tls)
+    server = http.server.ThreadingHTTPServer((host, port), handler)
+    if tls is not None:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.minimum_version = ssl.TLSVersion.TLSv1_2
+        try:
+            context.load_cert_chain(str(tls[0]), str(tls[1]))
+        except (OSError, ssl.SSLError):
+            server.server_close()
+            raise
+        # The handshake in the handler thread, not in accept(): a slow client blocks no one.
+        server.socket = context.wrap_socket(
+            server.socket, server_side=True, do_handshake_on_connect=False
+        )
+    return server
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -159,18 +196,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--root", type=Path, required=True, help="the bundle's folder")
     parser.add_argument("--bind", default="0.0.0.0", help="address to listen on")
     parser.add_argument("--port", type=int, default=80)
+    parser.add_argument("--tls-port", type=int, default=8443, help="TLS listener (seeds)")
+    parser.add_argument("--tls-cert", type=Path, help="PEM certificate of the TLS listener")
+    parser.add_argument("--tls-key", type=Path, help="its PEM private key")
     args = parser.parse_args(argv)
+    if (args.tls_cert is None) != (args.tls_key is None):
+        parser.error("--tls-cert and --tls-key go together")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    tls = (args.tls_cert, args.tls_key) if args.tls_cert else None
     try:
-        server = make_server(args.root, args.bind, args.port)
-    except (PxeStateError, OSError) as exc:
+        server = make_server(args.root, args.bind, args.port, seeds_need_tls=tls is not None)
+        secure = make_server(args.root, args.bind, args.tls_port, tls=tls) if tls else None
+    except (PxeStateError, OSError, ssl.SSLError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    if secure is not None:
+        threading.Thread(target=secure.serve_forever, daemon=True).start()
     with server:
         try:
             server.serve_forever()
         except KeyboardInterrupt:
             return 0
+        finally:
+            if secure is not None:
+                secure.shutdown()
+                secure.server_close()
     return 0
 
 
