@@ -51,14 +51,12 @@ def _output_folder(flag: str, path: Path) -> None:
 
 
 def _explain(name: str) -> int:
-    from myriad.spec.references import close_names
+    from myriad.spec.references import suggestion
     from myriad.spec.rules import RULES
 
     rule = RULES.get(name)
     if rule is None:
-        close = close_names(name, RULES)
-        hint = f"did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
-        raise BadArguments(f"no lint rule '{name}'; {hint or 'known: ' + ', '.join(RULES)}")
+        raise BadArguments(f"no lint rule '{name}'; {suggestion(name, RULES)}")
     kind = "warning; can be accepted" if rule.acceptable else "error; fixed, never accepted"
     sys.stdout.write(f"{rule.id} ({kind})\n  why: {rule.why}\n  fix: {rule.fix}\n")
     return EXIT_OK

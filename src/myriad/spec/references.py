@@ -41,12 +41,18 @@ def close_names(name: str, known: Iterable[str]) -> list[str]:
     return list(dict.fromkeys([*sharing[:2], *(lowered[c] for c in close)]))
 
 
-def _unknown(source: SourceMap, path: Path, what: str, name: str, known: Iterable[str]) -> Problem:
+def suggestion(name: str, known: Iterable[str], otherwise: str | None = None) -> str:
+    """ "did you mean 'A' or 'B'?" for an unknown name; else `otherwise` (default: every
+    known name)."""
     known = sorted(known)
     close = close_names(name, known)
-    quoted = " or ".join(f"'{k}'" for k in close)
-    hint = f"did you mean {quoted}?" if close else f"known: {', '.join(known)}"
-    return source.problem(path, f"unknown {what} '{name}'", hint)
+    if close:
+        return f"did you mean {' or '.join(repr(k) for k in close)}?"
+    return f"known: {', '.join(known)}" if otherwise is None else otherwise
+
+
+def _unknown(source: SourceMap, path: Path, what: str, name: str, known: Iterable[str]) -> Problem:
+    return source.problem(path, f"unknown {what} '{name}'", suggestion(name, known))
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:

@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from myriad.errors import BadArguments
 from myriad.spec.catalog_models import Catalog, ServerLayout
-from myriad.spec.references import close_names
+from myriad.spec.references import suggestion
 
 Fabric = Literal["infiniband", "roce"]
 Orchestrator = Literal["slurm", "kubernetes"]
@@ -94,12 +94,9 @@ def gpu_models(catalog: Catalog) -> list[str]:
 def _server(catalog: Catalog, gpu: str) -> tuple[str, ServerLayout]:
     layouts = sorted((n, s) for n, s in catalog.servers.items() if s.gpu_model == gpu)
     if not layouts:
-        known = gpu_models(catalog)
-        close = close_names(gpu, known)
-        hint = f"did you mean {' or '.join(repr(k) for k in close)}?" if close else ""
         raise BadArguments(
-            f"--gpu {gpu}: no server layout in the catalog has it; {hint or 'known: '}"
-            + ("" if hint else ", ".join(known))
+            f"--gpu {gpu}: no server layout in the catalog has it; "
+            + suggestion(gpu, gpu_models(catalog))
         )
     # An OEM (HGX) layout first: most clusters are not built from DGX systems.
     layouts.sort(key=lambda item: not item[0].startswith("HGX"))

@@ -18,7 +18,7 @@ from rich.text import Text
 from myriad import JSON_FORMAT
 from myriad.errors import BadArguments
 from myriad.spec.catalog_models import Catalog
-from myriad.spec.references import close_names
+from myriad.spec.references import suggestion
 
 # The figures that tell entries of a kind apart; `show` prints all of them.
 SUMMARY: dict[str, tuple[str, ...]] = {
@@ -83,12 +83,7 @@ def find(catalog: Catalog, name: str) -> tuple[str, dict[str, Any]]:
         if name in entries:
             return kind, entries[name].model_dump(mode="json")
         known.extend(entries)
-    close = close_names(name, known)
-    hint = (
-        f"did you mean {' or '.join(repr(k) for k in close)}?"
-        if close
-        else "`myriad catalog list` shows every entry"
-    )
+    hint = suggestion(name, known, "`myriad catalog list` shows every entry")
     raise BadArguments(f"no catalog entry '{name}': {hint}")
 
 
