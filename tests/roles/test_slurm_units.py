@@ -21,6 +21,10 @@ from typing import Any
 import pytest
 import yaml
 
+from health_stubs import h100_spec
+from myriad.render.role_vars import pool_vars
+from myriad.spec import load_spec, load_spec_text
+
 ROOT = Path(__file__).resolve().parents[2]
 ROLES = ROOT / "roles"
 SYSTEMD_ANALYZE = shutil.which("systemd-analyze")
@@ -251,3 +255,14 @@ def test_the_pre_start_refuses_without_the_driver(rendered: Path, tmp_path: Path
     )
     assert result.returncode == 1
     assert "the NVIDIA driver is not loaded" in result.stderr
+
+
+def test_the_twins_stub_gpus_skip_the_driver_check_and_real_nodes_keep_it() -> None:
+    # The local twin's GPUs have no driver (/proc/driver/nvidia): with the pre-start there,
+    # slurmd would never start on them. Real GPU nodes keep it.
+    local = load_spec_text(yaml.safe_dump(h100_spec("twin", "172.31.99.0/24")), "twin.yaml")
+    twin_pool = next(p for p in local.spec.pools if p.role == "compute")
+    assert pool_vars(local.spec, local.catalog, twin_pool)["slurm_slurmd_gpu_check"] is False
+    starter = load_spec(ROOT / "inventories" / "starter-64" / "cluster.yaml")
+    pool = next(p for p in starter.spec.pools if p.role == "compute")
+    assert "slurm_slurmd_gpu_check" not in pool_vars(starter.spec, starter.catalog, pool)

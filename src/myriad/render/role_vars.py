@@ -364,6 +364,12 @@ def pool_vars(spec: Cluster, catalog: Catalog, pool: Pool) -> dict[str, Any]:
             variables["slurm_slurmd_gpu_units"] = ["nvidia-persistenced.service"] + (
                 ["nvidia-fabricmanager.service"] if profile.nvswitch > 0 else []
             )
+            if spec.provider.kind == "local":
+                # The twin's GPUs are stubs: no driver lists them in /proc/driver/nvidia,
+                # which a container cannot fake (Docker refuses mounts under /proc). The
+                # pre-start itself runs against a stand-in driver tree in
+                # tests/roles/test_slurm_units.py.
+                variables["slurm_slurmd_gpu_check"] = False
     compute = ports(profile, catalog, "compute", fabric)
     if not compute or fabric in ("ethernet", "efa"):
         # Enroot's Mellanox hook fails container starts on nodes that have no HCA.
