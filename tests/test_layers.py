@@ -252,6 +252,69 @@ def test_the_architecture_document_shows_the_same_layers() -> None:
             assert f"`{unit}`" in doc, f"docs/architecture.md does not name the layer `{unit}`"
 
 
+# The Pulumi program (stacks/) sits outside the package, above provision: it plans, reads the
+# spec and calls the providers' clients (provision.redfish, provision.aws_release), and finds
+# the cluster's state folder (bringup.flow.state_base); nothing in the package imports it.
+STACKS_UP_TO = "myriad.bringup"
+
+
+def stacks_imports(root: Path) -> Iterator[Import]:
+    """Every import of a `myriad` module by a module of `stacks/`."""
+    for path in sorted((root / "stacks").rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        for node in ast.walk(ast.parse(text, filename=str(path))):
+            if not isinstance(node, ast.Import | ast.ImportFrom) or getattr(node, "level", 0):
+                continue
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+            )
+            for target in names:
+                if target == "myriad" or target.startswith("myriad."):
+                    statement = " ".join((ast.get_source_segment(text, node) or "").split())
+                    yield Import(path, node.lineno, f"stacks.{path.stem}", target, statement)
+
+
+def stacks_problems(root: Path) -> list[str]:
+    ceiling = layer_index()[STACKS_UP_TO]
+    return [
+        f"{_where(item, root)}: {item.text}"
+        for item in stacks_imports(root)
+        if (unit := unit_of(item.target)) is None or layer_index()[unit] > ceiling
+    ]
+
+
+def test_stacks_import_the_layers_up_to_bringup_only() -> None:
+    assert len(list(stacks_imports(SRC.parent))) > 10, "the walk found too few stacks imports"
+    problems = stacks_problems(SRC.parent)
+    assert not problems, f"stacks/ imports above {STACKS_UP_TO}:\n" + "\n".join(problems)
+
+
+def test_a_stack_importing_the_cli_is_reported(tmp_path: Path) -> None:
+    (tmp_path / "stacks").mkdir()
+    (tmp_path / "stacks" / "aws.py").write_text(
+        "from myriad.plan import nodes\nimport myriad.cli\n"
+    )
+    assert stacks_problems(tmp_path) == ["stacks/aws.py:2: import myriad.cli"]
+
+
+def test_nothing_in_the_package_imports_the_pulumi_program() -> None:
+    found = []
+    for path in sorted((SRC / "myriad").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                names = (
+                    [a.name for a in node.names]
+                    if isinstance(node, ast.Import)
+                    else [node.module or ""]
+                )
+                found += [f"{path}:{node.lineno}" for n in names if n.split(".")[0] == "stacks"]
+    assert not found, (
+        "the package imports stacks/ (Pulumi's program, not a library):\n" + "\n".join(found)
+    )
+
+
 # --- the checker itself can fail ---------------------------------------------------------
 
 
