@@ -31,6 +31,26 @@ def test_plan_json_is_machine_readable(capsys: pytest.CaptureFixture[str]) -> No
     assert all("location" in f for f in document["findings"])
 
 
+def _floats(value: object) -> list[float]:
+    if isinstance(value, float):
+        return [value]
+    if isinstance(value, dict):
+        return [f for item in value.values() for f in _floats(item)]
+    if isinstance(value, list):
+        return [f for item in value for f in _floats(item)]
+    return []
+
+
+def test_plan_json_figures_are_rounded(capsys: pytest.CaptureFixture[str]) -> None:
+    """Figures carry six significant digits, not the binary noise of their sums."""
+    assert main(["plan", str(STARTER), "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    # The eleven servers' sum in floating point is 85.19999999999999.
+    assert document["plan"]["power"]["server_kw"] == 85.2
+    noisy = [f for f in _floats(document) if len(f"{abs(f):e}".split("e")[0].rstrip("0")) > 7]
+    assert noisy == []
+
+
 def test_plan_out_writes_plan_json_and_nothing_else(tmp_path: Path) -> None:
     out = tmp_path / "plans" / "starter"
     assert main(["plan", str(STARTER), "--out", str(out)]) == 0

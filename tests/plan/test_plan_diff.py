@@ -71,3 +71,11 @@ def test_a_file_that_is_not_a_plan_is_refused(
     broken.write_text("{")
     assert main(["plan", str(STARTER), "--diff", str(broken)]) == 2
     assert "is not JSON" in capsys.readouterr().err
+
+
+def test_a_float_change_is_rounded_like_the_figures() -> None:
+    old = {"plan": {"power": {"it_kw": 86.3}}, "findings": []}
+    new = {"plan": {"power": {"it_kw": 93.1}}, "findings": []}
+    [change] = diff_plans(old, new)
+    # 93.1 - 86.3 in floating point is 6.799999999999997.
+    assert change.delta == 6.8

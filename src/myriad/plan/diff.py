@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from myriad.errors import BadArguments
+from myriad.plan.figures import rounded
 
 # (label, path in the plan document): the figures a change is judged by.
 FIGURES: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -41,7 +42,8 @@ class Change:
     @property
     def delta(self) -> float | None:
         if isinstance(self.before, int | float) and isinstance(self.after, int | float):
-            return self.after - self.before
+            change = self.after - self.before
+            return change if isinstance(change, int) else rounded(change)
         return None
 
     def to_dict(self) -> dict[str, Any]:

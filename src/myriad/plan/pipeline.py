@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from myriad.errors import FabricError, PlanError
+from myriad.plan.figures import json_figures
 from myriad.plan.lints import Finding, lint
 from myriad.plan.model import Plan
 from myriad.plan.planner import make_plan
@@ -34,7 +34,7 @@ class PlanResult:
         return self.plan
 
     def to_dict(self) -> dict[str, Any]:
-        document: dict[str, Any] = _finite(
+        document: dict[str, Any] = json_figures(
             {
                 "spec": self.loaded.source.file,
                 "plan": None if self.plan is None else self.plan.to_dict(),
@@ -42,17 +42,6 @@ class PlanResult:
             }
         )
         return document
-
-
-def _finite(value: Any) -> Any:
-    """JSON has no Infinity: a stall that can never finish is written as null."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {key: _finite(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(item) for item in value]
-    return value
 
 
 def plan_loaded(loaded: LoadedSpec) -> PlanResult:
