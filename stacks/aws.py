@@ -57,6 +57,7 @@ from stacks.aws_images import (
     AwsImagesArgs,
     SeedSource,
     image_refs_from_stack,
+    instance_arn_prefix,
     load_kits,
     seed_cloud_config,
     upload_seed,
@@ -402,17 +403,18 @@ def user_data(
     ssh_keys: Sequence[str],
     node: NodeRecord | None = None,
     pool: str = "",
-    seed: tuple[str, str] | None = None,
+    seed: tuple[str, str, str] | None = None,
     imds_root_only: bool = False,
 ) -> str:
     """cloud-init: the node's (or, for a fleet, the pool's) identity and keys; never secrets.
 
     A fleet launches identical instances, so island nodes carry no host name here: the stack
     names them (by instance ID order, see `fleet_records`) and the bring-up sets the name.
-    `seed` (image mode: the bucket and region) adds the unit that fetches the node's seed and
-    starts myriad-converge (stacks/aws_images.py). `imds_root_only` (login nodes, where
-    users have shells) lets only root reach instance metadata, at every boot: the node role's
-    credentials come from there, and with them the cluster's seeds in S3 (`IMDS_ROOT_ONLY`).
+    `seed` (image mode: the bucket, region and instance ARN prefix) adds the unit that fetches
+    the node's seed and starts myriad-converge (stacks/aws_images.py). `imds_root_only`
+    (login nodes, where users have shells) lets only root reach instance metadata, at every
+    boot: the node role's credentials come from there, and with them the node's own seed in
+    S3 (the role reads no other node's; `IMDS_ROOT_ONLY`).
     """
     identity: dict[str, Any] = {"cluster": cluster}
     document: dict[str, Any] = {}
@@ -677,9 +679,14 @@ class AwsNodePool(pulumi.ComponentResource):
                 user_data(args.cluster, keys, node, pool=pool, imds_root_only=root_only)
             )
         region = args.seed.region
-        return pulumi.Output.from_input(args.seed.bucket).apply(
-            lambda bucket: user_data(
-                args.cluster, keys, node, pool=pool, seed=(bucket, region), imds_root_only=root_only
+        return pulumi.Output.all(args.seed.bucket, args.seed.arn_prefix).apply(
+            lambda found: user_data(
+                args.cluster,
+                keys,
+                node,
+                pool=pool,
+                seed=(found[0], region, found[1]),
+                imds_root_only=root_only,
             )
         )
 
@@ -1059,6 +1066,13 @@ class AwsCluster(pulumi.ComponentResource):
             shared_amis, seed_bucket = image_refs_from_stack(settings.shared_stack)
             amis = {profile: shared_amis.apply(_ami_of(profile)) for profile in kits}
         seeds_dir = settings.state_dir / "seeds" if settings.state_dir else None
+        # Seeds are keyed by instance ARN, the name the node role's policy reads them by
+        # (stacks/aws_images.py); the account and partition are the deploying identity's.
+        arn_prefix: pulumi.Output[str] | None = None
+        if kits:
+            arn_prefix = aws.get_caller_identity_output().apply(
+                lambda me: instance_arn_prefix(me.arn.split(":")[1], region, me.account_id)
+            )
 
         def pool_args(
             pool_name: str, nodes: tuple[NodeRecord, ...], **extra: Any
@@ -1067,9 +1081,9 @@ class AwsCluster(pulumi.ComponentResource):
             public = pool.role == "login"
             image: tuple[pulumi.Input[str], str] = base_image(pool.profile)
             seed = None
-            if pool.profile in amis and seed_bucket is not None:
+            if pool.profile in amis and seed_bucket is not None and arn_prefix is not None:
                 image = (amis[pool.profile], image[1])
-                seed = SeedSource(seed_bucket, region, seeds_dir)
+                seed = SeedSource(seed_bucket, region, seeds_dir, arn_prefix)
             return AwsNodePoolArgs(
                 cluster=c,
                 region=region,

@@ -36,12 +36,22 @@ data: user data is limited to 16 KB, is readable through the instance metadata b
 on the node and through DescribeInstanceAttribute by anyone allowed it, stays in every launch
 template version, and a fleet passes the same user data to every node of an island. A seed
 also holds the cluster's addresses, which exist only once the nodes do. So the seed is an S3
-object keyed by instance ID (`seeds/<instance-id>.tar.gz` and its `.sha256`), uploaded by
-the stack once `<state>/<cluster>/seeds/<node>.tar.gz` exists (the `pulumi up` after the
-controller wrote the seeds); the user data installs `myriad-seed.service`, which fetches the
-node's seed by its instance ID (IMDSv2) with the instance role (read access to `seeds/*`
-only), retrying every 30 s until it is there, checks its sha256, unpacks it to
-/var/lib/myriad/seed and starts myriad-converge.
+object keyed by the instance's ARN (`seeds/arn:<partition>:ec2:<region>:<account>:instance/
+<instance-id>.tar.gz` and its `.sha256`), uploaded by the stack once
+`<state>/<cluster>/seeds/<node>.tar.gz` exists (the `pulumi up` after the controller wrote the
+seeds); the user data installs `myriad-seed.service`, which fetches the node's seed by its
+instance ID (IMDSv2) with the instance role, retrying every 30 s until it is there, checks its
+sha256, unpacks it to /var/lib/myriad/seed and starts myriad-converge.
+
+Every node shares one role, so the role reads only the seed of the instance making the
+request: its policy's resource is `seeds/${ec2:SourceInstanceARN}.tar.gz` (and the
+`.sha256`). IAM fills `ec2:SourceInstanceARN` with "the ARN of the Amazon EC2 instance from
+which the request is made", present "only when the request comes from an Amazon EC2 instance
+using an IAM role associated with an EC2 instance profile", and allows a policy variable in
+the resource part of an ARN (IAM User Guide, "IAM policy elements: Variables and tags",
+https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_variables.html). A login
+node, where users have shells, then holds credentials for its own seed at most, never the
+other nodes' (issue 26); its instance metadata is root's only as well (`IMDS_ROOT_ONLY`).
 """
 
 from __future__ import annotations
@@ -179,21 +189,23 @@ def component_document(manifest: ImageManifest, kit_uri: str) -> str:
     return yaml.safe_dump(document, sort_keys=False, width=1000)
 
 
-def seed_program(bucket: str, region: str) -> str:
+def seed_program(bucket: str, region: str, arn_prefix: str) -> str:
     """What `myriad-seed.service` runs on a node started from an image (see the module doc)."""
     return f"""#!/bin/sh
-# Myriad: fetch this node's seed (by instance ID) and start myriad-converge.
+# Myriad: fetch this node's seed (by instance ARN) and start myriad-converge.
 set -eu
 token=$(curl -fsS -X PUT -H 'X-aws-ec2-metadata-token-ttl-seconds: 300' \\
   http://169.254.169.254/latest/api/token)
 id=$(curl -fsS -H "X-aws-ec2-metadata-token: $token" \\
   http://169.254.169.254/latest/meta-data/instance-id)
+# The instance role may read this key only: the instance's own ARN.
+key={SEED_PREFIX}{arn_prefix}$id
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 for name in seed.tar.gz seed.tar.gz.sha256; do
   suffix=${{name#seed}}
   aws s3 cp --only-show-errors --region {region} \\
-    "s3://{bucket}/{SEED_PREFIX}$id$suffix" "$work/$name"
+    "s3://{bucket}/$key$suffix" "$work/$name"
 done
 (cd "$work" && sha256sum -c seed.tar.gz.sha256)
 install -d -m 0700 {SEED_DIR}
@@ -220,11 +232,12 @@ WantedBy=multi-user.target
 """
 
 
-def seed_cloud_config(bucket: str, region: str) -> dict[str, Any]:
+def seed_cloud_config(bucket: str, region: str, arn_prefix: str) -> dict[str, Any]:
     """The cloud-init parts that fetch the seed: files to write and commands to run."""
+    program = seed_program(bucket, region, arn_prefix)
     return {
         "write_files": [
-            {"path": SEED_PROGRAM, "permissions": "0755", "content": seed_program(bucket, region)},
+            {"path": SEED_PROGRAM, "permissions": "0755", "content": program},
             {
                 "path": f"/etc/systemd/system/{SEED_UNIT}",
                 "permissions": "0644",
@@ -311,11 +324,11 @@ class AwsImages(pulumi.ComponentResource):
             ],
             opts=child,
         )
-        # The nodes read their seeds, nothing else of the bucket.
+        # Each node reads its own seed, nothing else of the bucket (see the module doc).
         aws.iam.RolePolicy(
             f"{c}-node-seeds",
             role=args.node_role,
-            policy=bucket.arn.apply(lambda arn: _read_policy(f"{arn}/{SEED_PREFIX}*")),
+            policy=bucket.arn.apply(seed_read_policy),
             opts=child,
         )
         builder = aws.iam.Role(
@@ -457,13 +470,34 @@ class AwsImages(pulumi.ComponentResource):
         return ami
 
 
-def _read_policy(resource: str) -> str:
+def _read_policy(resource: str | list[str]) -> str:
+    # Version 2012-10-17: the first policy language version with policy variables.
     return json.dumps(
         {
             "Version": "2012-10-17",
             "Statement": [{"Effect": "Allow", "Action": "s3:GetObject", "Resource": resource}],
         }
     )
+
+
+# IAM's value for the instance a request comes from (see the module doc); `${...}` is IAM's
+# syntax, which the policy must carry literally.
+SOURCE_INSTANCE_ARN = "${ec2:SourceInstanceARN}"
+
+
+def seed_read_policy(bucket_arn: str) -> str:
+    """The node role's read access: the requesting instance's own seed and its digest."""
+    key = f"{bucket_arn}/{SEED_PREFIX}{SOURCE_INSTANCE_ARN}"
+    return _read_policy([f"{key}.tar.gz", f"{key}.tar.gz.sha256"])
+
+
+def instance_arn_prefix(partition: str, region: str, account: str) -> str:
+    """`arn:<partition>:ec2:<region>:<account>:instance/`, to which an instance ID is appended.
+
+    The EC2 instance ARN format (Service Authorization Reference, Amazon EC2, resource type
+    `instance`: arn:${Partition}:ec2:${Region}:${Account}:instance/${InstanceId}).
+    """
+    return f"arn:{partition}:ec2:{region}:{account}:instance/"
 
 
 @dataclass(frozen=True)
@@ -473,6 +507,9 @@ class SeedSource:
     bucket: pulumi.Input[str]
     region: str
     seeds_dir: Path | None
+    # The ARN of this account's instances in the region, less the instance ID (see
+    # instance_arn_prefix): seeds are keyed by instance ARN.
+    arn_prefix: pulumi.Input[str]
 
 
 def upload_seed(
@@ -482,13 +519,15 @@ def upload_seed(
     seed: SeedSource,
     parent: pulumi.Resource,
 ) -> list[aws.s3.BucketObjectv2]:
-    """The node's seed and its `.sha256`, keyed by its instance ID, once the seed exists."""
+    """The node's seed and its `.sha256`, keyed by its instance ARN, once the seed exists."""
     if seed.seeds_dir is None:
         return []
     path = seed.seeds_dir / f"{node}.tar.gz"
     if not path.is_file():
         return []
-    key = pulumi.Output.from_input(instance_id).apply(lambda i: f"{SEED_PREFIX}{i}")
+    key = pulumi.Output.all(seed.arn_prefix, instance_id).apply(
+        lambda parts: f"{SEED_PREFIX}{parts[0]}{parts[1]}"
+    )
     child = pulumi.ResourceOptions(parent=parent)
     return [
         aws.s3.BucketObjectv2(

@@ -220,6 +220,10 @@ class FakeCloud(pulumi.runtime.Mocks):
             resource_id = f"fleet-{digest[:12]}"
         elif args.typ == "aws:iam/instanceProfile:InstanceProfile":
             state["name"] = f"{args.name}-profile"
+        elif args.typ == "aws:iam/role:Role":
+            # AWS names a role without a name itself; here, after its resource name, so that
+            # tests can follow instance profile -> role -> the role's policies.
+            state["name"] = f"{args.name}-role"
         elif args.typ == "aws:resourcegroups/group:Group":
             state["arn"] = f"arn:aws:resource-groups:us-east-1:123456789012:group/{args.name}"
         elif args.typ == "aws:fsx/lustreFileSystem:LustreFileSystem":

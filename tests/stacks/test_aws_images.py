@@ -37,6 +37,8 @@ KIT_FILE = f"p5-node-{CONTENT[:12]}.kit.tar.gz"
 LABEL = f"aws-dev-p5-node-{CONTENT[:12]}"
 UBUNTU = "ssm:/aws/service/canonical/ubuntu/server/22.04/stable/current/amd64/hvm/ebs-gp2/ami-id"
 GPU01_SEED = b"gpu01's seed"
+# Instance ARNs in the mocks' account (stack_harness.AWS_ACCOUNT) and the example's region.
+ARN_PREFIX = "arn:aws:ec2:us-east-1:123456789012:instance/"
 
 
 def spec_in(mode: str | None) -> Cluster:
@@ -208,7 +210,9 @@ def test_image_mode_nodes_fetch_their_seed_and_converge(image_stack: Built) -> N
     document = yaml.safe_load(text)
     files = {f["path"]: f for f in document["write_files"]}
     program = files["/usr/local/sbin/myriad-seed-fetch"]["content"]
-    assert f'"s3://{bucket}/seeds/$id$suffix"' in program
+    # The key carries the instance's ARN, the value IAM gives ${ec2:SourceInstanceARN}.
+    assert f"key=seeds/{ARN_PREFIX}$id" in program
+    assert f'"s3://{bucket}/$key$suffix"' in program
     assert "--region us-east-1" in program and "sha256sum -c seed.tar.gz.sha256" in program
     assert "systemctl start --no-block myriad-converge.service" in program
     unit = files["/etc/systemd/system/myriad-seed.service"]["content"]
@@ -227,24 +231,61 @@ def test_image_mode_nodes_fetch_their_seed_and_converge(image_stack: Built) -> N
             assert "runcmd" not in yaml.safe_load(base64.b64decode(found.inputs["userData"]))
 
 
-def test_seeds_are_uploaded_by_instance_id_with_their_digest(image_stack: Built) -> None:
+def test_seeds_are_uploaded_by_instance_arn_with_their_digest(image_stack: Built) -> None:
     objects = {r.name: r for r in image_stack.of_type("s3/bucketObjectv2:BucketObjectv2")}
     gpu01 = next(n for n in image_stack.outputs["nodes"] if n["name"] == "gpu01")
-    instance_id = gpu01["ids"]["instance_id"]
-    assert objects["aws-dev-gpu01-seed"].inputs["key"] == f"seeds/{instance_id}.tar.gz"
+    arn = ARN_PREFIX + gpu01["ids"]["instance_id"]
+    assert objects["aws-dev-gpu01-seed"].inputs["key"] == f"seeds/{arn}.tar.gz"
     sidecar = objects["aws-dev-gpu01-seed-sha256"].inputs
-    assert sidecar["key"] == f"seeds/{instance_id}.tar.gz.sha256"
+    assert sidecar["key"] == f"seeds/{arn}.tar.gz.sha256"
     assert sidecar["content"] == f"{hashlib.sha256(GPU01_SEED).hexdigest()}  seed.tar.gz\n"
     assert "aws-dev-gpu02-seed" not in objects  # no seed written yet: nothing uploaded
-    (policy,) = [r for r in image_stack.of_type("iam/rolePolicy:RolePolicy") if "seeds" in r.name]
-    statement = json.loads(policy.inputs["policy"])["Statement"]
-    assert statement == [
+
+
+def node_role_statements(built: Built, pool: str) -> list[dict[str, Any]]:
+    """Every inline statement of the role in the instance profile `pool`'s template names."""
+    (template,) = [
+        r
+        for r in built.of_type("launchTemplate:LaunchTemplate")
+        if r.inputs["tags"]["myriad:pool"] == pool
+    ]
+    profile_name = template.inputs["iamInstanceProfile"]["name"]
+    (profile,) = [
+        r
+        for r in built.of_type("iam/instanceProfile:InstanceProfile")
+        if f"{r.name}-profile" == profile_name  # the mocks' name for an instance profile
+    ]
+    role = profile.inputs["role"]
+    policies = [r for r in built.of_type("iam/rolePolicy:RolePolicy") if r.inputs["role"] == role]
+    return [s for p in policies for s in json.loads(p.inputs["policy"])["Statement"]]
+
+
+def test_a_login_node_can_read_no_seed_but_its_own(image_stack: Built) -> None:
+    """Issue 26: the login node's role read every seed (`seeds/*`), and with it the munge key.
+
+    Now the node role reads only the object named by the requesting instance's own ARN:
+    IAM substitutes `${ec2:SourceInstanceARN}` (present in requests signed with an instance
+    profile's credentials) in the resource part of the ARN. Whether S3 then refuses another
+    node's seed is AWS's evaluation: the first-run check list in stacks/README.md.
+    """
+    bucket_arn = f"arn:aws:s3:::{image_stack.outputs['images']['bucket']}"
+    statements = node_role_statements(image_stack, "login")
+    reads = [s for s in statements if "s3:GetObject" in str(s["Action"])]
+    assert reads == [
         {
             "Effect": "Allow",
             "Action": "s3:GetObject",
-            "Resource": f"arn:aws:s3:::{image_stack.outputs['images']['bucket']}/seeds/*",
+            "Resource": [
+                f"{bucket_arn}/seeds/${{ec2:SourceInstanceARN}}.tar.gz",
+                f"{bucket_arn}/seeds/${{ec2:SourceInstanceARN}}.tar.gz.sha256",
+            ],
         }
     ]
+    # Nothing else on the node role names the bucket: no wildcard over the seeds.
+    assert not [s for s in statements if s not in reads and bucket_arn in json.dumps(s)]
+    # The same role on every pool: the controller and compute nodes are held to theirs too.
+    assert node_role_statements(image_stack, "gpu") == statements
+    assert node_role_statements(image_stack, "ctl") == statements
 
 
 def test_the_nat_gateway_comes_before_the_build_in_image_mode(image_stack: Built) -> None:
@@ -267,7 +308,7 @@ def test_a_kit_of_another_cluster_or_a_missing_kit_is_refused(tmp_path: Path) ->
 
 def test_the_seed_fetcher_is_valid_shell_and_its_digest_file_checks(tmp_path: Path) -> None:
     program = tmp_path / "fetch"
-    program.write_text(aws_images.seed_program("bucket-1", "us-east-1"))
+    program.write_text(aws_images.seed_program("bucket-1", "us-east-1", ARN_PREFIX))
     subprocess.run(["sh", "-n", str(program)], check=True)
     seed = tmp_path / "seed.tar.gz"
     seed.write_bytes(GPU01_SEED)
@@ -307,6 +348,7 @@ def test_an_island_stack_launches_from_the_shared_stacks_image(state: Path) -> N
     assert template.inputs["imageId"] == "ami-0shared0000000000"
     document = yaml.safe_load(base64.b64decode(template.inputs["userData"]))
     (program,) = [f for f in document["write_files"] if f["path"].endswith("myriad-seed-fetch")]
-    assert '"s3://shared-bucket/seeds/$id$suffix"' in program["content"]
+    assert '"s3://shared-bucket/$key$suffix"' in program["content"]
+    assert f"key=seeds/{ARN_PREFIX}$id" in program["content"]
     (seed,) = [r for r in built.of_type("BucketObjectv2") if r.name == "aws-dev-gpu01-seed"]
     assert seed.inputs["bucket"] == "shared-bucket"
