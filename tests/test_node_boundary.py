@@ -68,7 +68,7 @@ def test_the_contract_holds_for_the_tree() -> None:
 )
 def test_a_sneaked_import_breaks_the_contract(tmp_path: Path, sneaked: str, named: str) -> None:
     root = copy_of_the_tree(tmp_path)
-    facts = root / "src" / "myriad" / "node" / "facts.py"
+    facts = root / "src" / "myriad" / "node" / "facts" / "__init__.py"
     facts.write_text(facts.read_text(encoding="utf-8") + "\n" + sneaked, encoding="utf-8")
     done = lint_imports(root)
     assert done.returncode == 1, done.stdout[-4000:] + done.stderr[-2000:]

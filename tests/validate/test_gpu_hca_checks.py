@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
-from myriad.node import gather
 from myriad.node.checks import CheckResult, NodeExpectations, evaluate_node, view_of
 from myriad.node.checks.fabric import HCA_FAMILIES, IB_ERROR_LIMITS
 from myriad.node.facts import node_facts
+from myriad.node.facts.hca import IB_ERROR_COUNTERS, sysfs_infiniband
 from myriad.node.parsers import ParseFailure, parse_sysfs_counters
 from myriad.plan.pipeline import plan_loaded
 from myriad.render.inventory import build_inventory
@@ -280,7 +280,7 @@ def test_hca_firmware_against_the_minimum(sample: Callable[[str], str]) -> None:
 
 
 def gathered_sysfs(root: Path) -> dict[str, Any]:
-    return gather.sysfs_infiniband(str(root))
+    return sysfs_infiniband(str(root))
 
 
 @pytest.fixture
@@ -303,7 +303,7 @@ def complete(root: Path) -> None:
 
 
 def test_the_gatherer_reads_exactly_the_counters_the_check_judges() -> None:
-    assert set(gather.IB_ERROR_COUNTERS) == set(IB_ERROR_LIMITS)
+    assert set(IB_ERROR_COUNTERS) == set(IB_ERROR_LIMITS)
 
 
 def test_error_counters_the_capture_lacks_are_errors(sysfs_root: Path) -> None:
