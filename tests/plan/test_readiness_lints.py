@@ -105,3 +105,32 @@ def test_slurm_without_containers_says_so() -> None:
         f"pyxis_checksum: '{checksum}'}}\n",
     )
     assert findings(with_containers, "slurm-no-containers") == []
+
+
+def test_several_kubernetes_control_plane_nodes_need_an_endpoint() -> None:
+    """kubeadm joins further control-plane nodes through one address in front of them all;
+    the kubernetes role stops without it (roles/kubernetes/tasks/assert.yml), so the plan
+    says so first, where the spec would name it."""
+    assert findings(example("h100-100k"), "kubernetes-endpoint") == []
+    loaded = example("h100-100k", "control_plane_endpoint: 10.0.255.250:6443, ", "")
+    [finding] = findings(loaded, "kubernetes-endpoint")
+    assert finding.severity == "error"
+    assert "3 Kubernetes control-plane nodes" in finding.message
+    assert finding.path == ("software", "kubernetes")
+    # One control-plane node is its own endpoint.
+    single = example(
+        "h100-100k",
+        "{name: ctl, profile: cpu-server, count: 3, role: controller}",
+        "{name: ctl, profile: cpu-server, count: 1, role: controller}",
+    )
+    assert findings(single, "kubernetes-endpoint") == []
+
+
+def test_the_endpoint_reaches_the_kubernetes_role() -> None:
+    from myriad.render.inventory import build_inventory
+
+    result = plan_loaded(example("h100-100k"))
+    assert result.plan is not None
+    inventory = build_inventory(result.loaded.spec, result.loaded.catalog, result.plan)
+    endpoint = inventory.group_vars["all"]["kubernetes_control_plane_endpoint"]
+    assert endpoint == "10.0.255.250:6443"

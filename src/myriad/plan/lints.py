@@ -548,6 +548,7 @@ def software_fit(loaded: LoadedSpec, plan: Plan) -> Iterator[Finding]:
         )
     yield from _driver_branch(loaded)
     yield from _slurm_fit(loaded)
+    yield from _kubernetes_fit(loaded)
     if spec.network.fabric == "infiniband":
         ib = spec.network.ib
         if ib.subnet_manager == "opensm" and len(ib.sm_nodes) < 2:
@@ -685,6 +686,26 @@ def _slurm_fit(loaded: LoadedSpec) -> Iterator[Finding]:
             path=("software", "slurm"),
         )
     yield from _slurm_cgroups(loaded)
+
+
+def _kubernetes_fit(loaded: LoadedSpec) -> Iterator[Finding]:
+    spec = loaded.spec
+    if spec.software.orchestrator != "kubernetes":
+        return
+    controllers = sum(pool.count for pool in spec.pools_with_role("controller"))
+    # kubeadm joins further control-plane nodes through controlPlaneEndpoint; with none, each
+    # would be its own cluster, and the kubernetes role stops before it starts.
+    if controllers > 1 and spec.software.k8s.control_plane_endpoint is None:
+        yield Finding(
+            id="kubernetes-endpoint",
+            severity="error",
+            message=f"{controllers} Kubernetes control-plane nodes but no control_plane_endpoint: "
+            "the others cannot join the first one's API server",
+            suggestion="set software.kubernetes.control_plane_endpoint to the VIP or load "
+            "balancer in front of the API servers (host:6443), or keep one controller",
+            path=("software", "kubernetes"),
+            numbers={"controllers": controllers},
+        )
 
 
 def _slurm_cgroups(loaded: LoadedSpec) -> Iterator[Finding]:

@@ -345,6 +345,7 @@ def _kubernetes_vars(spec: Cluster) -> dict[str, Any]:
         "kubernetes_service_subnet": k8s.service_cidr,
         "kubernetes_cni": k8s.cni,
         "kubernetes_gpu_operator": k8s.gpu_operator,
+        "kubernetes_control_plane_endpoint": k8s.control_plane_endpoint or "",
     }
 
 

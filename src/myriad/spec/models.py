@@ -48,6 +48,8 @@ def _ipv4_network(value: str) -> str:
 
 Cidr = Annotated[str, AfterValidator(_ipv4_network)]
 Version = Annotated[str, Field(pattern=r"^\d+(\.\d+){0,3}$")]
+# A name or IPv4 address and a port, as kubeadm's controlPlaneEndpoint takes it.
+HostPort = Annotated[str, Field(pattern=r"^[^:/\s]+:[0-9]{1,5}$")]
 
 
 class _Model(BaseModel):
@@ -874,6 +876,11 @@ class Kubernetes(_Model):
         default="1.31",
         description="Kubernetes release, minor (1.31) or patch (1.31.4); kubelet, kubeadm and "
         "kubectl are held at it",
+    )
+    control_plane_endpoint: HostPort | None = Field(
+        default=None,
+        description="host:port of the address in front of the control-plane nodes (a VIP or "
+        "load balancer for the API server); needed with more than one controller",
     )
     pod_cidr: Cidr = Field(
         default="10.244.0.0/16",

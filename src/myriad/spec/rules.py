@@ -196,6 +196,14 @@ _RULES = (
         acceptable=False,
     ),
     Rule(
+        "kubernetes-endpoint",
+        "kubeadm joins further control-plane nodes through one address in front of them all "
+        "(controlPlaneEndpoint): without it each would be a cluster of its own.",
+        "software.kubernetes.control_plane_endpoint: a VIP or load balancer (host:6443), or "
+        "one controller.",
+        acceptable=False,
+    ),
+    Rule(
         "slurm-no-containers",
         "GPU jobs run from containers (srun --container-image, Enroot and Pyxis); Myriad "
         "installs them only with release checksums someone vouched for.",
