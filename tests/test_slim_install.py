@@ -15,7 +15,10 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-HEAVY = ("ansible", "ansible_runner", "ansible_mitogen", "mitogen", "pulumi", "pulumi_aws")
+# psutil comes with the bringup extra: only stopping a run needs it.
+HEAVY = (
+    "ansible", "ansible_runner", "ansible_mitogen", "mitogen", "pulumi", "pulumi_aws", "psutil",
+)  # fmt: skip
 # Run before the command: a finder that refuses the heavy packages like a missing install.
 BLOCK = f"""
 import sys
@@ -60,8 +63,9 @@ def test_the_core_distribution_leaves_them_to_extras() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert project["name"] == "myriad-cluster"
     core = " ".join(project["dependencies"])
-    for heavy in ("ansible", "pulumi", "mitogen"):
+    for heavy in ("ansible", "pulumi", "mitogen", "psutil"):
         assert heavy not in core, heavy
     extras = project["optional-dependencies"]
     assert any("ansible-runner" in d for d in extras["bringup"])
+    assert any(d.startswith("psutil>=") for d in extras["bringup"])
     assert any(d.startswith("pulumi>=") for d in extras["aws"])

@@ -19,11 +19,14 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from myriad import paths
 from myriad.errors import RunnerError
 from myriad.render.tables import TABLE_VARIABLES, tables_file
+
+if TYPE_CHECKING:
+    import psutil
 
 log = logging.getLogger(__name__)
 
@@ -312,14 +315,14 @@ class _Stop:
 
     def __init__(self) -> None:
         self.signal: int | None = None
-        self.workers: list[int] = []
+        self.workers: list[psutil.Process] | None = None
 
     def requested(self) -> bool:
-        if self.signal is not None and not self.workers:
+        if self.signal is not None and self.workers is None:
             # Taken before ansible-runner kills ansible-playbook's process group: workers
             # that left the group (Mitogen's, in their own sessions) are found by parentage
             # only while their parents still live.
-            self.workers = descendants(os.getpid()) or [-1]
+            self.workers = _below(os.getpid())
         return self.signal is not None
 
 
@@ -341,69 +344,69 @@ def _interruptible() -> Iterator[_Stop]:
             signal.signal(sig, handler)
         if stop.signal is not None:
             stop.requested()
-            end_processes(stop.workers)
+            end_processes(stop.workers or [])
+
+
+def _below(pid: int) -> list[psutil.Process]:
+    import psutil  # in the bringup extra, with ansible-runner; planning never stops processes
+
+    try:
+        return psutil.Process(pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
 
 
 def descendants(pid: int) -> list[int]:
-    """Every live process below `pid` (children, theirs, ...), read from /proc."""
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        # The command name (field 2) may hold blanks and parentheses; ppid follows its ")".
-        fields = stat[stat.rfind(")") + 2 :].split()
-        if len(fields) > 1 and fields[1].isdigit():
-            children.setdefault(int(fields[1]), []).append(int(entry.name))
-    found: list[int] = []
-    todo = list(children.get(pid, []))
-    while todo:
-        child = todo.pop()
-        found.append(child)
-        todo.extend(children.get(child, []))
-    return found
+    """Every live process below `pid` (children, theirs, ...), by parentage."""
+    return [process.pid for process in _below(pid)]
 
 
-def end_processes(pids: Sequence[int], grace_s: float = 3.0) -> None:
-    """SIGTERM, then SIGKILL whatever is left after `grace_s`."""
-    alive = [p for p in pids if p > 0]
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        for pid in alive:
-            with suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, sig)
-        deadline = time.monotonic() + (grace_s if sig == signal.SIGTERM else 0)
-        while alive and time.monotonic() < deadline:
-            alive = [p for p in alive if _alive(p)]
-            time.sleep(0.1)
-        alive = [p for p in alive if _alive(p)]
-        if not alive:
-            return
+# How long SIGKILLed processes get to be reaped before end_processes returns.
+_KILL_WAIT_S = 1.0
+
+
+def end_processes(targets: Sequence[int | psutil.Process], grace_s: float = 3.0) -> None:
+    """SIGTERM, then SIGKILL whatever is left after `grace_s`.
+
+    Give `psutil.Process` objects taken while the processes lived where you can: psutil
+    checks a process's start time before signalling it, so a PID the kernel has handed to
+    another process since is left alone (a bare PID is only checked now).
+    """
+    import psutil
+
+    processes: list[psutil.Process] = []
+    for target in targets:
+        if isinstance(target, psutil.Process):
+            processes.append(target)
+        elif target > 0:
+            with suppress(psutil.NoSuchProcess, psutil.AccessDenied):
+                processes.append(psutil.Process(target))
+    for process in processes:
+        with suppress(psutil.NoSuchProcess, psutil.AccessDenied):
+            process.terminate()
+    # wait_procs reaps those that are our children; the others are done once they exit.
+    _, alive = psutil.wait_procs(processes, timeout=grace_s)
+    for process in alive:
+        with suppress(psutil.NoSuchProcess, psutil.AccessDenied):
+            process.kill()
+    psutil.wait_procs(alive, timeout=_KILL_WAIT_S)
 
 
 def _alive(pid: int) -> bool:
+    """Whether `pid` still runs; a zombie does not (one that is our child is reaped)."""
+    import psutil
+
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
+        process = psutil.Process(pid)
+        if process.status() != psutil.STATUS_ZOMBIE:
+            return True
+        with suppress(psutil.TimeoutExpired):
+            process.wait(timeout=0)
+    except psutil.NoSuchProcess:
+        pass
+    except psutil.AccessDenied:
         return True
-    # A zombie child of ours still answers kill(0); reap it if it is ours.
-    try:
-        reaped, _ = os.waitpid(pid, os.WNOHANG)
-        return reaped == 0
-    except ChildProcessError:
-        return _state(pid) not in ("Z", "X", "")
-
-
-def _state(pid: int) -> str:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return ""
-    return stat[stat.rfind(")") + 2 :].split()[0]
+    return False
 
 
 def _collect(event: Mapping[str, Any], failures: list[HostFailure], changed: set[str]) -> None:

@@ -282,6 +282,10 @@ def _run(
 
 
 def _kill_group(proc: subprocess.Popen[str]) -> None:
+    # The session's process group, in one call, and not a walk of the tree by parentage
+    # (psutil's children(recursive=True)): a grandchild whose parent has exited is reparented
+    # to init, out of any such walk, but stays in the group; and this module needs only the
+    # standard library, so that the image build runs from a bare checkout.
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
     proc.communicate()
