@@ -25,6 +25,9 @@ from typing import Any
 
 import pytest
 
+from fake_tools import CAT
+from fake_tools import printing as _printing
+from fake_tools import tool as _tool
 from myriad.node import gather
 from myriad.node.facts import NodeFacts, decode, node_facts
 from myriad.node.hardware.tree import materialise
@@ -33,8 +36,6 @@ HERE = Path(__file__).resolve().parent
 SAMPLES = HERE.parents[0] / "samples"
 FIXTURES = HERE / "fixtures"
 PINNED = HERE / "facts_pinned.json"
-SH = shutil.which("sh") or "/bin/sh"
-CAT = shutil.which("cat") or "/bin/cat"
 ROOT = "<root>"
 NVLINK = "a100-sxm4-80gb-x8_nvlink-status.txt"
 NVIDIA_XML = "a100-sxm4-80gb-x4-mig_v12_drv535.54.03.xml"
@@ -71,16 +72,6 @@ def facts_of(facts: NodeFacts) -> dict[str, Any]:
 # --- the fake node the gatherer runs on -------------------------------------------------------
 
 
-def _tool(bin_dir: Path, name: str, body: str) -> None:
-    path = bin_dir / name
-    path.write_text(f"#!{SH}\n{body}\n", encoding="utf-8")
-    path.chmod(0o755)
-
-
-def _cat(bin_dir: Path, name: str, source: Path, rc: int = 0) -> None:
-    _tool(bin_dir, name, f"{CAT} '{source}'\nexit {rc}")
-
-
 def fake_node(base: Path) -> tuple[Path, Path]:
     """bin/ with a tool for every command probe, root/ with every file probe's file."""
     bin_dir, root = base / "bin", base / "root"
@@ -92,15 +83,15 @@ def fake_node(base: Path) -> tuple[Path, Path]:
         f'if [ "$1" = nvlink ]; then {CAT} "{s}/nvidia-smi-nvlink/{NVLINK}"; '
         f'else {CAT} "{s}/nvidia-smi-q-x/{NVIDIA_XML}"; fi',
     )
-    _cat(bin_dir, "ibstat", s / "ibstat/h100-node_cx7-mt4129-ndr400-ib_all-active.txt")
-    _cat(bin_dir, "mlnx_qos", s / "mlnx_qos/connectx-mlx5_2_eth4_trust-dscp_pfc-prio3.txt")
+    _printing(bin_dir, "ibstat", s / "ibstat/h100-node_cx7-mt4129-ndr400-ib_all-active.txt")
+    _printing(bin_dir, "mlnx_qos", s / "mlnx_qos/connectx-mlx5_2_eth4_trust-dscp_pfc-prio3.txt")
     _tool(
         bin_dir,
         "ip",
         f'case "$*" in *-4*) echo \'[{{"ifname":"eth4","addr_info":[{{"local":"10.1.0.5",'
         f'"prefixlen":24}}]}}]\';; *) {CAT} "{FIXTURES}/{IP_LINK}";; esac',
     )
-    _cat(bin_dir, "docker", FIXTURES / "docker-info_edited_nvidia-default-runtime.json")
+    _printing(bin_dir, "docker", FIXTURES / "docker-info_edited_nvidia-default-runtime.json")
     _tool(
         bin_dir,
         "scontrol",
@@ -114,7 +105,7 @@ def fake_node(base: Path) -> tuple[Path, Path]:
         '*) echo "gpu001 idle"; echo "gpu002 allocated";; esac',
     )
     _tool(bin_dir, "srun", "echo gpu001")
-    _cat(bin_dir, "kubectl", FIXTURES / "kubectl-get-nodes-o-json_v1.29.json")
+    _printing(bin_dir, "kubectl", FIXTURES / "kubectl-get-nodes-o-json_v1.29.json")
     _tool(
         bin_dir,
         "systemctl",

@@ -20,31 +20,20 @@ from typing import Any
 
 import pytest
 
+from fake_tools import CAT, SLEEP
+from fake_tools import printing as _printing
+from fake_tools import tool as _tool
 from myriad.node import artefact, gather
 from myriad.node.facts import decode, node_facts
 from myriad.validate.gather import collect, document_of, node_artefact
 
 SCRIPT = Path(gather.__file__)
-SH = shutil.which("sh") or "/bin/sh"
-# PATH holds only the fake tools, so the fakes call real ones by absolute path.
-CAT = shutil.which("cat") or "/bin/cat"
-SLEEP = shutil.which("sleep") or "/bin/sleep"
 NVIDIA_XML = "nvidia-smi-q-x/a100-sxm4-80gb-x4-mig_v12_drv535.54.03.xml"
 NVLINK = "nvidia-smi-nvlink/a100-sxm4-80gb-x8_nvlink-status.txt"
 IBSTAT = "ibstat/h100-node_cx7-mt4129-ndr400-ib_all-active.txt"
 MLNX_QOS = "mlnx_qos/connectx-mlx5_2_eth4_trust-dscp_pfc-prio3.txt"
 BOND = "proc-net-bonding/bond0_802.3ad-lacp-fast_layer3+4_one-slave-down_lacp-pdu-details.txt"
 SYSFS_IB = "sysfs-infiniband/node_exporter-mlx4_0-i40iw0"
-
-
-def _tool(bin_dir: Path, name: str, body: str) -> None:
-    path = bin_dir / name
-    path.write_text(f"#!{SH}\n{body}\n", encoding="utf-8")
-    path.chmod(0o755)
-
-
-def _printing(bin_dir: Path, name: str, source: Path, rc: int = 0) -> None:
-    _tool(bin_dir, name, f"{CAT} '{source}'\nexit {rc}")
 
 
 @pytest.fixture

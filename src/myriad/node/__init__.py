@@ -7,8 +7,8 @@ nothing of Myriad outside `myriad.node` at run time (a check's `derive`, the con
 half of its declaration, names the spec's and the plan's types for type checkers only, in
 `checks/model.py`); the controller side imports it, never the reverse.
 
-    gather.py     the probes: every tool's raw output, one JSON document (playbooks/facts.yml)
-    facts.py      that document read into typed NodeFacts
+    facts/        one declaration per fact (its probes and reader), the registry, NodeFacts
+    gather.py     runs the declared probes: every tool's raw output, one JSON document
     parsers/      each tool's output, parsed (pure)
     checks/       the check model, the registry, the engine, one module per subject
     health.py     myriad-health, the node health runner

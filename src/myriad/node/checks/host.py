@@ -59,7 +59,7 @@ HOST_NAME = Check(
 def hosts_block(hosts: list[Any]) -> dict[str, Any]:
     """The cluster's hosts, [address, [names]] each, and the managed block of /etc/hosts
     exactly as roles/common/templates/hosts-block.j2 writes it. The text is interned, as
-    facts.py interns the node's block, so 12,500 equal blocks compare by identity."""
+    facts/hosts.py interns the node's block, so 12,500 equal blocks compare by identity."""
     entries = [
         [str(h["address"]), [str(h["name"]), *(str(a) for a in h.get("aliases") or ())]]
         for h in hosts
