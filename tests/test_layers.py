@@ -38,6 +38,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("myriad.bringup",),
     ("myriad.validate",),
     ("myriad.health", "myriad.ops"),
+    # `up` and `bringup` as commands: bring-up, the rollout, validation, health documents.
+    ("myriad.lifecycle",),
     ("myriad.views",),
     ("myriad.cli",),
 )
@@ -346,7 +348,7 @@ def test_an_upward_import_is_reported_with_its_line(tmp_path: Path) -> None:
     problems = upward_imports(list(iter_imports(src)), src.parent)
     assert problems == [
         "src/myriad/spec/loader.py:4: from myriad.views.plan import show — myriad.spec "
-        "(layer 1) imports myriad.views (layer 10), which sits above it"
+        "(layer 1) imports myriad.views (layer 11), which sits above it"
     ]
 
 

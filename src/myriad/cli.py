@@ -21,10 +21,11 @@ from myriad.errors import BadArguments, MyriadError, SpecError, format_path
 from myriad.fsutil import atomic_write_text
 
 if TYPE_CHECKING:
-    from myriad.bringup.verbs import Reimager, Validator
+    from myriad.lifecycle.up import UpResult
     from myriad.ops.nodes import NodeChange
     from myriad.runner import Tuning
     from myriad.spec.catalog_models import Catalog
+    from myriad.validate.report import ValidationReport
 
 EXIT_OK, EXIT_PROBLEM, EXIT_INVALID = 0, 1, 2
 
@@ -165,20 +166,33 @@ def _cmd_render(args: argparse.Namespace, out: Console, err: Console) -> int:
 
 
 def _cmd_up(args: argparse.Namespace, out: Console, err: Console) -> int:
-    from myriad.bringup import verbs
+    from myriad.lifecycle.up import up
     from myriad.views.progress import Phases
+    from myriad.views.up import print_up
+    from myriad.views.validation import GatherStatus
 
-    _health_documents(args)
-    return verbs.up(
+    result = up(
         args.spec,
         out,
         reporter=Phases(out),
-        validate=None if args.no_validate else _validator(),
-        reimage=_reimager(),
+        gathering=GatherStatus(out),
+        validate=not args.no_validate,
         retry_failed=args.retry_failed,
         tuning=_tuning(args),
         wait_s=args.wait,
     )
+    print_up(out, result)
+    return _up_exit(result)
+
+
+def _up_exit(result: UpResult) -> int:
+    """0 only when bring-up, the image rollout (if any) and validation (unless skipped) passed;
+    a failed rollout keeps the roll's own status."""
+    if result.bringup_failed:
+        return EXIT_PROBLEM
+    if result.rollout_code:
+        return result.rollout_code
+    return _validation_exit(result.validation) if result.validation is not None else EXIT_OK
 
 
 def _tuning(args: argparse.Namespace) -> Tuning:
@@ -189,24 +203,12 @@ def _tuning(args: argparse.Namespace) -> Tuning:
     return runner.TUNED_WITHOUT_MITOGEN if args.no_mitogen else runner.TUNED
 
 
-def _reimager() -> Reimager:
-    from myriad.ops.image_roll import reimage
-
-    return reimage
-
-
-def _validator() -> Validator:
-    from myriad.ops.settle import validate_when_settled
-
-    return validate_when_settled
-
-
 def _cmd_bringup(args: argparse.Namespace, out: Console, err: Console) -> int:
-    from myriad.bringup import verbs
+    from myriad.lifecycle.bringup import bringup
+    from myriad.views.bringup import print_bringup
     from myriad.views.progress import Phases
 
-    _health_documents(args)
-    return verbs.bringup(
+    done = bringup(
         args.spec,
         out,
         reporter=Phases(out),
@@ -219,6 +221,8 @@ def _cmd_bringup(args: argparse.Namespace, out: Console, err: Console) -> int:
         check=args.check,
         wait_s=args.wait,
     )
+    print_bringup(out, done.run)
+    return EXIT_OK if done.run.ok else EXIT_PROBLEM
 
 
 def _cmd_down(args: argparse.Namespace, out: Console, err: Console) -> int:
@@ -245,50 +249,62 @@ def _split(value: str | None) -> list[str] | None:
 
 
 def _cmd_validate(args: argparse.Namespace, out: Console, err: Console) -> int:
+    # With --json the document is the only thing on stdout; tables and progress go to stderr.
+    screen = err if args.json else out
     if args.fabric:
         from myriad.validate.fabric_service import run_validate_fabric
+        from myriad.views.validation import print_lines
 
-        return run_validate_fabric(
+        fabric = run_validate_fabric(
             args.spec,
             from_file=args.fabric_from,
             stack=args.stack,
             stack_outputs=args.stack_outputs,
-            json_output=args.json,
             junit=args.junit,
             speed_cap=args.speed_cap,
             topology_conf=args.topology_conf,
-            console=out,
         )
+        if args.json:
+            from myriad.validate.report import to_json
+
+            sys.stdout.write(to_json(fabric.report))
+        else:
+            print_lines(out, fabric.lines)
+        return _validation_exit(fabric.report)
     if args.fabric_from is not None or args.speed_cap is not None or args.topology_conf:
         from myriad.errors import FabricInputError
 
         raise FabricInputError("--from, --speed-cap and --topology-conf go with --fabric")
     from myriad.validate.service import run_validate
+    from myriad.views.validation import GatherStatus, print_report
 
-    return run_validate(
+    report = run_validate(
         args.spec,
         inventory_dir=args.inventory,
         stack=args.stack,
         stack_outputs=args.stack_outputs,
-        json_output=args.json,
         junit=args.junit,
         perf=args.perf,
         limit=_split(args.limit),
-        console=out,
         jobs=not args.no_jobs,
-        verbose=args.verbose,
+        progress=GatherStatus(screen),
     )
+    if args.json:
+        from myriad.validate.report import to_json
+
+        sys.stdout.write(to_json(report))
+    else:
+        print_report(screen, report, args.verbose)
+    if args.junit is not None:
+        # A path whole, never folded at the console's width (stderr is not widened).
+        screen.print(f"JUnit XML written to {args.junit}", markup=False, soft_wrap=True)
+    return _validation_exit(report)
 
 
-def _health_documents(args: argparse.Namespace) -> None:
-    """Node health's per-node documents, for the health role, before a bring-up."""
-    from myriad.health.render import prepare
-
-    prepare(
-        args.spec,
-        stack=getattr(args, "stack", None),
-        stack_outputs=getattr(args, "stack_outputs", None),
-    )
+def _validation_exit(report: ValidationReport) -> int:
+    """0 when every check passed or did not apply; 1 when one failed, could not be read, or a
+    node did not answer."""
+    return EXIT_OK if report.ok else EXIT_PROBLEM
 
 
 def _cmd_image_build(args: argparse.Namespace, out: Console, err: Console) -> int:
@@ -307,15 +323,17 @@ def _cmd_image_build(args: argparse.Namespace, out: Console, err: Console) -> in
 
 
 def _cmd_health(args: argparse.Namespace, out: Console, err: Console) -> int:
-    from myriad.health.view import run_health
+    from myriad.health.report import health_report
 
-    return run_health(
-        args.spec,
-        json_output=args.json,
-        stack=args.stack,
-        stack_outputs=args.stack_outputs,
-        console=out,
-    )
+    report = health_report(args.spec, stack=args.stack, stack_outputs=args.stack_outputs)
+    if args.json:
+        sys.stdout.write(json.dumps({"format": JSON_FORMAT, **report.to_dict()}, indent=2) + "\n")
+    else:
+        from myriad.views.health import print_health
+
+        print_health(out, report)
+    # 1 while a node is drained, failing, unreachable or stale.
+    return EXIT_OK if report.healthy else EXIT_PROBLEM
 
 
 def _catalog_of(args: argparse.Namespace) -> Catalog:

@@ -8,9 +8,10 @@ from typing import Any
 
 from rich.console import Console
 
-from myriad.health.view import HealthReport, node_health, print_health
+from myriad.health.report import HealthReport, node_health
 from myriad.node.checks import ClusterView, SlurmNodeView
 from myriad.node.facts import Fact, ok, unreadable
+from myriad.views.health import print_health
 
 NOW = 1_800_000_000.0
 NOTHING: Fact[Any] = Fact("not-gathered")
@@ -83,7 +84,7 @@ def test_rows() -> None:
     assert (own.drained, own.drained_by) == (True, "myriad-health")
 
     report = HealthReport("lab", NOW, 30, (fine, row, other))
-    assert report.exit_code == 1
+    assert not report.healthy and report.to_dict()["healthy"] is False
     assert report.to_dict()["nodes"][1]["failing"] == ["gpu.count expected 8, found 7"]
     console = Console(width=200, record=True)
     print_health(console, report)
@@ -91,4 +92,4 @@ def test_rows() -> None:
     assert "node02" in text and "myriad-health, 5 min ago" in text
     assert "other: admin: fan" in text
     assert "1 of 3 nodes healthy; not: node02, node03" in text
-    assert HealthReport("lab", NOW, 30, (fine,)).exit_code == 0
+    assert HealthReport("lab", NOW, 30, (fine,)).healthy

@@ -208,7 +208,7 @@ def test_the_runner_needs_only_the_standard_library(node: Node, tmp_path_factory
     # The controller's halves never load on the node.
     assert {
         "myriad.health.render",
-        "myriad.health.view",
+        "myriad.health.report",
         "myriad.validate.expectations",
     }.isdisjoint(mine)
 

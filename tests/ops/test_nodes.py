@@ -6,13 +6,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-from rich.console import Console
 
-from myriad.bringup.flow import cluster_state
 from myriad.errors import OpsError, OpsInputError
-from myriad.ops import nodes, settle
+from myriad.ops import nodes
 from myriad.ops.slurm import Completed, Slurm, wait_settled
-from myriad.plan.pipeline import plan_spec
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "inventories" / "local" / "cluster.yaml"
 
@@ -122,20 +119,3 @@ def test_the_wait_is_bounded_and_names_who_never_answered() -> None:
     )
     # node03 is not in sinfo at all; a down node that answers is judged, not waited for.
     assert waiting == ["node02", "node03"] and now[0] >= 10
-
-
-def test_a_controller_that_does_not_answer_goes_straight_to_validation(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    def unreachable(*args: object, **kwargs: object) -> list[str]:
-        raise OpsError("could not reach the controller")
-
-    validated: list[str] = []
-    monkeypatch.setattr(settle, "wait_settled", unreachable)
-    monkeypatch.setattr(
-        settle, "validate_after_bringup", lambda r, s, c: validated.append("x") or 1
-    )
-    result = plan_spec(EXAMPLE)
-    state = cluster_state(result.loaded.spec.metadata.name)
-    assert settle.validate_when_settled(result, state, Console()) == 1
-    assert validated == ["x"]

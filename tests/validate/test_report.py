@@ -1,4 +1,4 @@
-"""The report: counts and exit code, the terminal tables, JSON and JUnit XML."""
+"""The report: counts and verdict, the terminal tables (views), JSON and JUnit XML."""
 
 from __future__ import annotations
 
@@ -9,15 +9,10 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from myriad import JSON_FORMAT
 from myriad.node.checks import CheckResult
-from myriad.validate.report import (
-    ValidationReport,
-    merge,
-    print_report,
-    to_json,
-    to_junit,
-    write_junit,
-)
+from myriad.validate.report import ValidationReport, merge, to_json, to_junit, write_junit
+from myriad.views.validation import print_report
 
 RESULTS = (
     CheckResult("ctl01", "node.reachable", "pass", "facts gathered", "gathered in 0.4 s", "pools"),
@@ -69,16 +64,16 @@ def report(results: tuple[CheckResult, ...] = RESULTS) -> ValidationReport:
     )
 
 
-def test_counts_ok_and_exit_code() -> None:
+def test_counts_and_verdict() -> None:
     failing = report()
     assert failing.counts == {"pass": 3, "fail": 2, "not-applicable": 1, "error": 1}
     assert failing.nodes == ["ctl01", "node01", "node02"]
-    assert not failing.ok and failing.exit_code == 1
+    assert not failing.ok
     passing = report(tuple(r for r in RESULTS if r.status in ("pass", "not-applicable")))
-    assert passing.ok and passing.exit_code == 0
+    assert passing.ok
     # An error (could not check) is not a pass either.
     only_error = report(tuple(r for r in RESULTS if r.status != "fail"))
-    assert only_error.exit_code == 1
+    assert not only_error.ok
 
 
 def test_summaries_per_check_in_check_order_and_per_node() -> None:
@@ -121,6 +116,7 @@ def test_terminal_report_shows_checks_failures_fixes_and_unreachable_nodes() -> 
 
 def test_json_carries_every_result_and_the_summary() -> None:
     document = json.loads(to_json(report()))
+    assert document["format"] == JSON_FORMAT
     assert document["ok"] is False
     assert document["counts"]["fail"] == 2
     assert document["unreachable"] == {"node02": "Failed to connect"}

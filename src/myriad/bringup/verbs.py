@@ -1,10 +1,13 @@
-"""`myriad up`, `bringup`, `down` and `status`, each returning the process exit code."""
+"""`myriad bringup`, `down` and `status`, and what `up` needs of bring-up (local only, advice).
+
+`bringup` and `status` return results (the views draw them, the CLI picks the exit code);
+`myriad up` composes these with validation and day-2 one layer up (`myriad.lifecycle`).
+"""
 
 from __future__ import annotations
 
 import sys
-import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -16,33 +19,19 @@ from myriad.bringup.flow import (
     ClusterState,
     cluster_state,
     planned,
-    record_started,
-    render_state,
     retry_limit,
     run_site,
 )
-from myriad.bringup.images import build_images
 from myriad.bringup.lock import hold_cluster_lock, is_locked, read_holder
-from myriad.bringup.node_local import docker_transport, run_image_mode
 from myriad.bringup.reporting import Reporter
 from myriad.bringup.tags import check_tags
 from myriad.errors import FlowError
-from myriad.plan.nodes import iter_nodes
 from myriad.plan.pipeline import PlanResult
 from myriad.provision import local, local_image
 from myriad.provision.resolve import resolve_cluster
 from myriad.render.monitoring import prometheus_url
 from myriad.render.writer import write_inventory
 from myriad.runner import TUNED, RunResult, Tuning
-from myriad.spec.bringup import resolved_mode
-
-# Called after a successful bring-up: (plan, inventory dir, state, console) → exit code.
-Validator = Callable[[PlanResult, ClusterState, Console], int]
-# Image mode: rolls the nodes still on an older image onto their profile's current one
-# (drained, jobs waited for, recreated, converged, validated, resumed): (plan, state, nodes,
-# console) → exit code. The CLI hands in the day-2 roll's (myriad.ops.image_roll).
-Reimager = Callable[[PlanResult, ClusterState, Sequence[str], Console], int]
-
 
 # What does a local-only verb's job on the other providers.
 _ELSEWHERE = {
@@ -54,125 +43,24 @@ _ELSEWHERE = {
 }
 
 
-def _require_local(result: PlanResult, verb: str) -> None:
+def require_local(result: PlanResult, verb: str) -> None:
     kind = result.loaded.spec.provider.kind
     if kind != "local":
         raise FlowError(f"`myriad {verb}` " + _ELSEWHERE[verb].format(kind=kind))
 
 
-def up(
-    spec_path: Path,
-    console: Console,
-    *,
-    reporter: Reporter,
-    validate: Validator | None,
-    reimage: Reimager | None = None,
-    retry_failed: bool = False,
-    tuning: Tuning = TUNED,
-    wait_s: float = 0.0,
-) -> int:
-    with reporter.phase("plan") as notes:
-        result = planned(spec_path)
-        _require_local(result, "up")
-        spec = result.loaded.spec
-        notes.append(f"{result.plan.nodes if result.plan else 0} nodes")
-    state = cluster_state(spec.metadata.name)
-    # Damaged or unwritable state is found before anything changes on the nodes.
-    state.check()
-    limit = retry_limit(state) if retry_failed else None
-    with hold_cluster_lock(state, "up", wait_s=wait_s):
-        return _up_locked(
-            spec_path, console, result, state, reporter, validate, limit, tuning, reimage
-        )
+@dataclass(frozen=True, slots=True)
+class BringupResult:
+    """`myriad bringup`: the site playbook's outcome, and for the local provider's nodes that
+    did not answer what to do about them."""
 
+    outcome: RunResult
+    check: bool
+    advice: tuple[str, ...]
 
-def _up_locked(
-    spec_path: Path,
-    console: Console,
-    result: PlanResult,
-    state: ClusterState,
-    reporter: Reporter,
-    validate: Validator | None,
-    limit: list[str] | None,
-    tuning: Tuning,
-    reimage: Reimager | None = None,
-) -> int:
-    spec = result.loaded.spec
-    local.refuse_surplus(spec, str(spec_path))
-    # Before the containers change: a run killed from here on shows as incomplete.
-    record_started(state, limit or [n.name for n in local.local_nodes(spec)], tuning)
-    with reporter.phase("node image") as notes:
-        from myriad.provision.node_image import ensure_node_image, node_image_recipe
-
-        notes.append(ensure_node_image(node_image_recipe())[:19])
-    image_mode = resolved_mode(spec.bringup, len(local.local_nodes(spec))) == "image"
-    images: dict[str, str] = {}
-    if image_mode:
-        # The image is built from the inventory's variables, before any node starts from it.
-        inventory = render_state(result, state)
-        built = build_images(result, inventory, state, reporter, tuning=tuning)
-        profile_of = {n.name: n.profile for n in iter_nodes(spec)}
-        images = {node: built[profile].manifest.tag for node, profile in profile_of.items()}
-    with reporter.phase("containers") as notes:
-        # In image mode a node on an older image keeps running until the roll below.
-        outcome = local.converge(spec, images=images, recreate=not image_mode)
-        counts: dict[str, int] = {}
-        for what in outcome.values():
-            counts[what] = counts.get(what, 0) + 1
-        notes.extend(f"{n} {what}" for what, n in sorted(counts.items()))
-    with reporter.phase("inventory") as notes:
-        inventory = render_state(result, state)
-        notes.append(str(state.inventory))
-    stale = sorted(node for node, what in outcome.items() if what == "stale")
-    if image_mode:
-        containers = {n.name: n.container for n in local.local_nodes(spec)}
-        current = [n for n in (limit or inventory.hosts) if n not in stale]
-        # Every node on an older image: nothing to converge before the roll.
-        bringup = (
-            None
-            if not current
-            else run_image_mode(
-                inventory,
-                state,
-                console,
-                reporter,
-                docker_transport(containers),
-                slurm=spec.software.orchestrator == "slurm",
-                timeout_s=2 * spec.bringup.task_timeout_s,
-                limit=current,
-                tuning=tuning,
-            )
-        )
-    else:
-        bringup = run_site(result, inventory, state, console, reporter, limit=limit, tuning=tuning)
-    if bringup is not None and not bringup.ok:
-        failed = ", ".join(bringup.failed_hosts()) or bringup.status
-        console.print(
-            f"[bold red]bring-up failed on {failed}[/bold red]: fix the cause, then "
-            f"`myriad up {spec_path} --retry-failed`",
-            highlight=False,
-        )
-        for line in unreachable_advice(result, state, bringup):
-            console.print(line, markup=False, highlight=False)
-        return 1
-    if stale and reimage is not None:
-        console.print(f"on an older image: {', '.join(stale)}; rolling them onto the new one")
-        code = reimage(result, state, stale, console)
-        if code != 0:
-            return code
-    if validate is None:
-        return 0
-    start = time.monotonic()
-    code = validate(result, state, console)
-    mark, verdict = (
-        ("[bold green]✓[/bold green]", "matches")
-        if code == 0
-        else ("[bold red]✗[/bold red]", "differs from")
-    )
-    console.print(
-        f"{mark} validation — the cluster {verdict} its spec ({time.monotonic() - start:.1f} s)"
-    )
-    return code
+    @property
+    def ok(self) -> bool:
+        return self.outcome.ok
 
 
 def bringup(
@@ -188,7 +76,7 @@ def bringup(
     tuning: Tuning = TUNED,
     check: bool = False,
     wait_s: float = 0.0,
-) -> int:
+) -> BringupResult:
     """The site playbook against any environment's inventory (rendered afresh from the spec).
 
     With `check`, Ansible's check mode with diffs: what a run would change, changing nothing.
@@ -212,13 +100,8 @@ def bringup(
             tuning=tuning,
             check=check,
         )
-    if check:
-        changes = ", ".join(outcome.changed_hosts) or "no node"
-        console.print(f"check mode: a run would change {changes}; nothing was changed")
-    if not outcome.ok and cluster.spec.provider.kind == "local":
-        for line in unreachable_advice(cluster.result, state, outcome):
-            console.print(line, markup=False, highlight=False)
-    return 0 if outcome.ok else 1
+    advice = () if outcome.ok else tuple(unreachable_advice(cluster.result, state, outcome))
+    return BringupResult(outcome, check, advice)
 
 
 def unreachable_advice(result: PlanResult, state: ClusterState, outcome: RunResult) -> list[str]:
@@ -250,7 +133,7 @@ def unreachable_advice(result: PlanResult, state: ClusterState, outcome: RunResu
 
 def down(spec_path: Path, console: Console, *, yes: bool) -> int:
     result = planned(spec_path)
-    _require_local(result, "down")
+    require_local(result, "down")
     spec = result.loaded.spec
     if not yes:
         if not sys.stdin.isatty():

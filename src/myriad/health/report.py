@@ -5,22 +5,17 @@ orchestrator's view from a controller).
 Per compute node (where the health role installs the runner): drained or not and by whom
 (myriad-health, or anyone else with their reason), since when, the failing checks with
 expected and actual, warnings, checks it could not judge, and whether its last run is stale
-(older than health.stale_after_s, default three intervals, or never). Exit status 1 when a
-node is drained, failing or stale; 0 when all are healthy.
+(older than health.stale_after_s, default three intervals, or never). The `HealthReport` is
+the verb's result: the CLI exits 1 unless every node is healthy, `myriad.views.health` draws it.
 """
 
 from __future__ import annotations
 
-import json
-import sys
 import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
-
-from rich.console import Console
-from rich.table import Table
 
 from myriad.errors import ValidateError
 from myriad.health.render import check_drain_ids
@@ -62,15 +57,15 @@ class HealthReport:
     nodes: tuple[NodeHealth, ...]
 
     @property
-    def exit_code(self) -> int:
-        return 0 if all(n.healthy for n in self.nodes) else 1
+    def healthy(self) -> bool:
+        return all(n.healthy for n in self.nodes)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "cluster": self.cluster,
             "generated": self.generated,
             "stale_after_s": self.stale_after_s,
-            "healthy": self.exit_code == 0,
+            "healthy": self.healthy,
             "nodes": [{**asdict(n), "healthy": n.healthy} for n in self.nodes],
         }
 
@@ -175,66 +170,3 @@ def health_report(
             if n.role == "compute"
         ),
     )
-
-
-def _ago(now: float, then: float | None) -> str:
-    if then is None:
-        return "never"
-    seconds = max(0, int(now - then))
-    if seconds < 120:
-        return f"{seconds} s ago"
-    if seconds < 7200:
-        return f"{seconds // 60} min ago"
-    return f"{seconds // 3600} h ago"
-
-
-def print_health(console: Console, report: HealthReport) -> None:
-    table = Table(title=f"Node health of {report.cluster}", title_justify="left")
-    for column in ("node", "state", "drained by / since", "last run", "failing / warnings"):
-        table.add_column(column, overflow="fold")
-    for n in report.nodes:
-        state = "unreachable" if not n.reachable else "DRAIN" if n.drained else "up"
-        if n.stale and n.reachable:
-            state += " (stale)"
-        by = ""
-        if n.drained:
-            by = n.drained_by or ""
-            if n.drained_by == "myriad-health":
-                by += f", {_ago(report.generated, n.since)}"
-            elif n.reason:
-                by += f": {n.reason}"
-        problems = [f"[red]{x}[/red]" for x in n.failing] + n.warnings
-        problems += [f"{x} unknown" for x in n.unknown]
-        if n.note:
-            problems.append(n.note)
-        table.add_row(
-            n.node,
-            state,
-            by,
-            _ago(report.generated, n.last_run),
-            "\n".join(problems) or "ok",
-        )
-    console.print(table)
-    sick = [n.node for n in report.nodes if not n.healthy]
-    console.print(
-        f"{len(report.nodes) - len(sick)} of {len(report.nodes)} nodes healthy"
-        + (f"; not: {', '.join(sick)}" if sick else ""),
-        markup=False,
-    )
-
-
-def run_health(
-    spec_path: Path,
-    *,
-    json_output: bool = False,
-    stack: str | None = None,
-    stack_outputs: Path | None = None,
-    console: Console | None = None,
-) -> int:
-    out = console or Console()
-    report = health_report(spec_path, stack=stack, stack_outputs=stack_outputs)
-    if json_output:
-        sys.stdout.write(json.dumps(report.to_dict(), indent=2) + "\n")
-    else:
-        print_health(out, report)
-    return report.exit_code

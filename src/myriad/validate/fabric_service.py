@@ -3,19 +3,18 @@
 The discovered fabric is `ibnetdiscover`'s output: read from FILE, or gathered by running
 `ibnetdiscover` (playbooks/fabric.yml) on the first OpenSM node of the spec
 (`network.infiniband.sm_nodes`), else on the first compute node: any HCA on the subnet
-sees all of it. Exit status as `myriad validate`'s: 0 as planned, 1 a finding, 2 input
-that cannot be read.
+sees all of it. The result is the `ValidationReport` (so JSON, JUnit and the exit code are
+validate's: 0 as planned, 1 a finding) and the lines that describe the comparison; input
+that cannot be read raises FabricInputError (2).
 """
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-from rich.console import Console
 
 from myriad import paths
 from myriad.errors import FabricInputError, ValidateError
@@ -27,9 +26,17 @@ from myriad.plan.fabric import iter_switch_tree
 from myriad.plan.pipeline import PlanResult, plan_spec
 from myriad.validate.cabling import CHECK_OF, SPEEDS, Comparison, compare_fabric, fabric_report
 from myriad.validate.fabric_topology import discovered_tree, topology_conf, tree_differences
-from myriad.validate.report import ValidationReport, to_json, write_junit
+from myriad.validate.report import ValidationReport, write_junit
 
 DISCOVER_TASK = "Discover the InfiniBand subnet"
+
+
+@dataclass(frozen=True, slots=True)
+class FabricValidation:
+    """`validate --fabric`'s result: the report and, for a person, what was compared."""
+
+    report: ValidationReport
+    lines: tuple[str, ...]
 
 
 def check_fabric(
@@ -156,13 +163,10 @@ def run_validate_fabric(
     from_file: Path | None,
     stack: str | None = None,
     stack_outputs: Path | None = None,
-    json_output: bool = False,
     junit: Path | None = None,
     speed_cap: str | None = None,
     topology_conf: Path | None = None,
-    console: Console | None = None,
-) -> int:
-    out = console or Console()
+) -> FabricValidation:
     if from_file is not None:
         try:
             text = from_file.read_text(encoding="utf-8", errors="replace")
@@ -176,11 +180,6 @@ def run_validate_fabric(
     lines = fabric_lines(report.cluster, source, comparison)
     if topology_conf is not None:
         lines.extend(_write_topology(plan_result, text, topology_conf))
-    if json_output:
-        sys.stdout.write(to_json(report))
-    else:
-        for line in lines:
-            out.print(line, markup=False, highlight=False, soft_wrap=True)
     if junit is not None:
         write_junit(report, junit)
-    return report.exit_code
+    return FabricValidation(report, tuple(lines))

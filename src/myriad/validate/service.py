@@ -1,24 +1,24 @@
-"""`myriad validate`: gather facts, evaluate every check, report; the CLI's one entry point.
+"""`myriad validate`: gather facts, evaluate every check, return the report.
 
-    validate_cluster(...)  → ValidationReport     (gather + evaluate; what `up` and tests call)
-    evaluate_facts(...)    → ValidationReport     (pure: expectations vs facts)
-    run_validate(...)      → exit code            (the command: spec → inventory → report)
+    validate_cluster(...)        → ValidationReport  (gather + evaluate; what a roll and tests call)
+    evaluate_facts(...)          → ValidationReport  (pure: expectations vs facts)
+    run_validate(...)            → ValidationReport  (the command: spec → inventory → report)
+    validate_after_bringup(...)  → ValidationReport  (the last phase of `myriad up`)
 
-Exit codes: 0 when every check passed or was not applicable; 1 when a check failed, could
-not be read, or a node was unreachable; setup problems raise MyriadError (exit 1) and a
-spec that does not load raises SpecError (exit 2).
+The report says whether the cluster matches its spec (`ok`); the CLI turns that into the
+exit code and `myriad.views.validation` draws it. Setup problems raise MyriadError and a
+spec that does not load raises SpecError. While facts come back, the caller's `Gathering`
+is told of every event (the views' status line; nothing by default).
 """
 
 from __future__ import annotations
 
-import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-from rich.console import Console
+from typing import Any, Protocol
 
 from myriad.bringup.flow import ClusterState, cluster_state, image_records
 from myriad.errors import ValidateError
@@ -33,17 +33,26 @@ from myriad.spec.loader import LoadedSpec
 from myriad.validate import perf as perf_module
 from myriad.validate.expectations import expect, load_role_defaults
 from myriad.validate.gather import DEFAULT_PROBE_TIMEOUT_S, gather
-from myriad.validate.report import (
-    ValidationReport,
-    keep_last,
-    merge,
-    print_report,
-    to_json,
-    write_junit,
-)
+from myriad.validate.report import ValidationReport, keep_last, merge, write_junit
 
-if TYPE_CHECKING:
-    from myriad.bringup.flow import ClusterState
+EventHandler = Callable[[Mapping[str, Any]], None]
+
+
+class Gathering(Protocol):
+    """Who follows a gathering pass: told how many nodes it asks, then every event."""
+
+    def gathering(self, nodes: int) -> AbstractContextManager[EventHandler]: ...
+
+
+class Unwatched:
+    """Nobody follows: the events are dropped."""
+
+    @contextmanager
+    def gathering(self, nodes: int) -> Iterator[EventHandler]:
+        yield lambda event: None
+
+
+UNWATCHED = Unwatched()
 
 
 def _plan(plan_result: PlanResult) -> Any:
@@ -187,48 +196,25 @@ def _perf_report(
     return ValidationReport(loaded.spec.metadata.name, loaded.source.file, tuple(results))
 
 
-class _Progress:
-    """A status line counting the nodes whose facts have come back."""
-
-    def __init__(self, console: Console, total: int) -> None:
-        self.console, self.total, self.done = console, total, 0
-        self.status = console.status(f"gathering facts from {total:,} nodes")
-
-    def on_event(self, event: Mapping[str, Any]) -> None:
-        if event.get("event") in ("runner_on_ok", "runner_on_failed", "runner_on_unreachable"):
-            self.done += 1
-            self.status.update(f"gathering facts: {self.done:,} of {self.total:,} nodes answered")
-
-
-def _state_root(cluster: str) -> Path:
-    from myriad.bringup.flow import cluster_state
-
-    return cluster_state(cluster).root
-
-
 def run_validate(
     spec_path: Path,
     *,
     inventory_dir: Path | None = None,
     stack: str | None = None,
     stack_outputs: Path | None = None,
-    json_output: bool = False,
     junit: Path | None = None,
     perf: bool = False,
     limit: Sequence[str] | None = None,
-    console: Console | None = None,
     jobs: bool = True,
-    verbose: bool = False,
-) -> int:
-    """`myriad validate SPEC [--inventory DIR] [--stack ENV | --stack-outputs FILE] [--json]
-    [--junit FILE] [--perf] [--limit HOSTS] [--no-jobs] [--verbose]`; returns the exit code.
+    progress: Gathering = UNWATCHED,
+) -> ValidationReport:
+    """`myriad validate SPEC [--inventory DIR] [--stack ENV | --stack-outputs FILE]
+    [--junit FILE] [--perf] [--limit HOSTS] [--no-jobs]`: the report, kept as the cluster's
+    last one (unless `limit`), and written as JUnit XML to `junit` when asked.
 
     Without --inventory the inventory is rendered from the spec (and the stack's machines)
     into the cluster's state folder, as `myriad bringup` does, so both use the same one.
     """
-    out = console or Console()
-    # With --json the document is the only thing on stdout; tables and progress go to stderr.
-    screen = Console(stderr=True) if json_output else out
     planned_spec = plan_spec(spec_path)
     state = cluster_state(planned_spec.loaded.spec.metadata.name)
     cluster = resolve_cluster(
@@ -238,47 +224,40 @@ def run_validate(
         images=image_records(planned_spec, state),
     )
     plan_result, loaded, inventory = cluster.result, cluster.loaded, cluster.inventory
-    state_root = _state_root(loaded.spec.metadata.name)
     if inventory_dir is None:
-        inventory_dir = state_root / "inventory"
+        inventory_dir = state.inventory
         write_inventory(inventory, inventory_dir)
     elif not (inventory_dir / "hosts.yml").is_file():
         raise ValidateError(f"--inventory {inventory_dir}: no hosts.yml (see `myriad render`)")
-    progress = _Progress(screen, len(_selected(inventory, limit)))
-    with progress.status:
+    with progress.gathering(len(_selected(inventory, limit))) as on_event:
         report = validate_cluster(
             loaded,
             plan_result,
             inventory_dir,
             inventory,
-            state_root,
+            state.root,
             limit=limit,
             perf=perf,
-            on_event=progress.on_event,
+            on_event=on_event,
             jobs=jobs,
         )
     if limit is None:
         # A --limit run sees part of the cluster: it does not replace the kept whole.
-        keep_last(report, state_root)
-    if json_output:
-        sys.stdout.write(to_json(report))
-    else:
-        print_report(screen, report, verbose)
+        keep_last(report, state.root)
     if junit is not None:
         write_junit(report, junit)
-        screen.print(f"JUnit XML written to {junit}")
-    return report.exit_code
+    return report
 
 
-def validate_after_bringup(result: PlanResult, state: ClusterState, console: Console) -> int:
-    """The last phase of `myriad up`: validate the freshly brought-up cluster."""
-    loaded = result.loaded
+def validate_after_bringup(
+    result: PlanResult, state: ClusterState, progress: Gathering = UNWATCHED
+) -> ValidationReport:
+    """The last phase of `myriad up`: validate the freshly brought-up cluster (kept as its
+    last validation)."""
     inventory = resolve_cluster(result, images=image_records(result, state)).inventory
-    progress = _Progress(console, len(inventory.hosts))
-    with progress.status:
+    with progress.gathering(len(inventory.hosts)) as on_event:
         report = validate_cluster(
-            loaded, result, state.inventory, inventory, state.root, on_event=progress.on_event
+            result.loaded, result, state.inventory, inventory, state.root, on_event=on_event
         )
     keep_last(report, state.root)
-    print_report(console, report)
-    return report.exit_code
+    return report
