@@ -17,7 +17,7 @@ from myriad.runner import HostFailure, RunResult
 from myriad.views.progress import Phases
 
 ROOT = Path(__file__).resolve().parents[2]
-LOCAL = ROOT / "inventories" / "local" / "cluster.yaml"
+EXAMPLE = ROOT / "inventories" / "local" / "cluster.yaml"
 
 
 @pytest.fixture
@@ -25,8 +25,13 @@ def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     """The site playbook's outcome (set by the test) and the options it was run with."""
     monkeypatch.setenv(flow.STATE_ENV, str(tmp_path / "state"))
     monkeypatch.setattr(local, "status", lambda spec: [])
+    # The local example with node health on, whatever the example says.
+    text = EXAMPLE.read_text(encoding="utf-8")
+    spec = tmp_path / "cluster.yaml"
+    spec.write_text(text if "\nhealth:" in text else text + "health: {}\n", encoding="utf-8")
     seen: dict[str, Any] = {
-        "outcome": RunResult("successful", 0, tmp_path, {}, (), ("node01",), 1.0)
+        "spec": spec,
+        "outcome": RunResult("successful", 0, tmp_path, {}, (), ("node01",), 1.0),
     }
 
     def run_site(*args: Any, **kwargs: Any) -> RunResult:
@@ -41,7 +46,7 @@ def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
 
 
 def test_the_health_documents_come_before_the_run(site: dict[str, Any]) -> None:
-    done = bringup(LOCAL, Console(), reporter=Phases(Console()), check=True)
+    done = bringup(site["spec"], Console(), reporter=Phases(Console()), check=True)
     assert done.health_documents == flow.cluster_state("local").root / "health"
     assert "node01.json" in site["documents"] and "myriad-node.pyz" in site["documents"]
     assert site["check"] is True and done.run.check and done.run.ok
@@ -51,7 +56,7 @@ def test_the_health_documents_come_before_the_run(site: dict[str, Any]) -> None:
 def test_cli_check_mode_says_what_would_change(
     site: dict[str, Any], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["bringup", str(LOCAL), "--check"]) == 0
+    assert main(["bringup", str(site["spec"]), "--check"]) == 0
     assert "check mode: a run would change node01; nothing was changed" in capsys.readouterr().out
 
 
@@ -60,6 +65,6 @@ def test_cli_a_node_that_did_not_answer_gets_advice_and_exit_1(
 ) -> None:
     failure = HostFailure("node02", "Gathering Facts", "unreachable", True)
     site["outcome"] = RunResult("failed", 2, tmp_path, {}, (failure,), (), 1.0)
-    assert main(["bringup", str(LOCAL)]) == 1
+    assert main(["bringup", str(site["spec"])]) == 1
     out = " ".join(capsys.readouterr().out.split())
     assert "node02 did not answer: no container; check it with `ansible -i" in out

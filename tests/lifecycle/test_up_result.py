@@ -28,7 +28,7 @@ from myriad.views.progress import Phases
 from myriad.views.up import print_up
 
 ROOT = Path(__file__).resolve().parents[2]
-LOCAL = ROOT / "inventories" / "local" / "cluster.yaml"
+EXAMPLE = ROOT / "inventories" / "local" / "cluster.yaml"
 NODES = ("ctl01", "node01", "node02", "node03")
 
 
@@ -45,18 +45,27 @@ def run(state: Path, **changes: Any) -> RunResult:
     return RunResult(**{**values, **changes})
 
 
+def with_health(folder: Path) -> Path:
+    """The local example with node health on, whatever the example says."""
+    text = EXAMPLE.read_text(encoding="utf-8")
+    spec = folder / "cluster.yaml"
+    spec.write_text(text if "\nhealth:" in text else text + "health: {}\n", encoding="utf-8")
+    return spec
+
+
 def report(status: str = "pass") -> ValidationReport:
     results = tuple(
         CheckResult(n, "node.reachable", status, "facts gathered", "gathered", "pools")  # type: ignore[arg-type]
         for n in NODES
     )
-    return ValidationReport("local", str(LOCAL), results, gather_seconds=0.5)
+    return ValidationReport("local", "cluster.yaml", results, gather_seconds=0.5)
 
 
 class Fakes:
     """Docker, the site playbook, Slurm's settle wait and the gathering, as `up` calls them."""
 
     def __init__(self, state: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.spec = EXAMPLE
         self.calls: list[str] = []
         self.outcome = run(state)
         self.waiting: list[str] | Exception = []
@@ -94,7 +103,9 @@ class Fakes:
 @pytest.fixture
 def fakes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Fakes:
     monkeypatch.setenv(flow.STATE_ENV, str(tmp_path / "state"))
-    return Fakes(tmp_path / "state" / "local", monkeypatch)
+    made = Fakes(tmp_path / "state" / "local", monkeypatch)
+    made.spec = with_health(tmp_path)
+    return made
 
 
 class Watching:
@@ -107,7 +118,7 @@ def test_a_passing_up_returns_every_phase_the_validation_and_the_health_document
     fakes: Fakes,
 ) -> None:
     watching = Watching()
-    result = lifecycle.up(LOCAL, Console(), reporter=Phases(Console()), gathering=watching)
+    result = lifecycle.up(fakes.spec, Console(), reporter=Phases(Console()), gathering=watching)
     assert [p.name for p in result.phases] == ["plan", "node image", "containers", "inventory"]
     phases = {p.name: p for p in result.phases}
     assert phases["plan"].notes == ("4 nodes",)
@@ -134,7 +145,7 @@ def test_a_failed_bringup_stops_before_validation_with_advice(fakes: Fakes) -> N
         rc=2,
         failures=(HostFailure("node02", "Gathering Facts", "unreachable", True),),
     )
-    result = lifecycle.up(LOCAL, Console(), reporter=Phases(Console()))
+    result = lifecycle.up(fakes.spec, Console(), reporter=Phases(Console()))
     assert result.bringup_failed and result.validation is None
     assert fakes.calls == ["converge", "site"]
     assert result.advice == (
@@ -145,7 +156,7 @@ def test_a_failed_bringup_stops_before_validation_with_advice(fakes: Fakes) -> N
 
 
 def test_no_validate_stops_after_the_bringup(fakes: Fakes) -> None:
-    result = lifecycle.up(LOCAL, Console(), reporter=Phases(Console()), validate=False)
+    result = lifecycle.up(fakes.spec, Console(), reporter=Phases(Console()), validate=False)
     assert fakes.calls == ["converge", "site"]
     assert result.validation is None and not result.bringup_failed
     assert _up_exit(result) == 0
@@ -154,20 +165,20 @@ def test_no_validate_stops_after_the_bringup(fakes: Fakes) -> None:
 def test_nodes_slurm_has_not_heard_from_are_validated_as_they_are(fakes: Fakes) -> None:
     fakes.waiting = ["node03"]
     fakes.report = report("fail")
-    result = lifecycle.up(LOCAL, Console(), reporter=Phases(Console()))
+    result = lifecycle.up(fakes.spec, Console(), reporter=Phases(Console()))
     assert result.unsettled == ("node03",)
     assert result.validation is fakes.report and _up_exit(result) == 1
 
 
 def test_a_controller_that_does_not_answer_goes_straight_to_validation(fakes: Fakes) -> None:
     fakes.waiting = OpsError("could not reach the controller")
-    result = lifecycle.up(LOCAL, Console(), reporter=Phases(Console()))
+    result = lifecycle.up(fakes.spec, Console(), reporter=Phases(Console()))
     assert fakes.calls[-2:] == ["settle", "validate"]
     assert result.unsettled == () and result.validation is fakes.report
 
 
 def test_off_slurm_nothing_is_waited_for(fakes: Fakes) -> None:
-    result = plan_spec(LOCAL)
+    result = plan_spec(fakes.spec)
     spec = result.loaded.spec
     software = spec.software.model_copy(update={"orchestrator": "kubernetes"})
     loaded = replace(result.loaded, spec=spec.model_copy(update={"software": software}))
@@ -195,7 +206,7 @@ def test_image_mode_rolls_the_nodes_on_an_older_image_before_validating(
         return roll_code
 
     monkeypatch.setattr(lifecycle, "reimage", reimage)
-    result = lifecycle.up(LOCAL, Console(), reporter=Phases(Console()))
+    result = lifecycle.up(fakes.spec, Console(), reporter=Phases(Console()))
     assert rolled == [("node02",)] and result.stale == ("node02",)
     assert result.rollout_code == roll_code
     if roll_code:
@@ -212,7 +223,7 @@ def test_cli_up_draws_the_report_and_the_verdict(
     fakes: Fakes, capsys: pytest.CaptureFixture[str]
 ) -> None:
     fakes.waiting = ["node03"]
-    assert main(["up", str(LOCAL)]) == 0
+    assert main(["up", str(fakes.spec)]) == 0
     out = capsys.readouterr().out
     assert "✓ plan — 4 nodes" in out
     assert "not answering slurmctld after 120 s: node03; validating as they are" in out
@@ -229,17 +240,18 @@ def test_cli_up_says_how_to_retry_a_failed_bringup(
         rc=2,
         failures=(HostFailure("node01", "Install munge", "No package matching 'x'", False),),
     )
-    assert main(["up", str(LOCAL)]) == 1
+    assert main(["up", str(fakes.spec)]) == 1
     out = capsys.readouterr().out
-    assert f"bring-up failed on node01: fix the cause, then `myriad up {LOCAL} --retry-failed`" in (
-        " ".join(out.split())
+    assert (
+        f"bring-up failed on node01: fix the cause, then `myriad up {fakes.spec} --retry-failed`"
+        in (" ".join(out.split()))
     )
     assert "validation" not in out
 
 
 def test_a_failing_validation_is_drawn_and_exits_1(fakes: Fakes) -> None:
     fakes.report = report("fail")
-    result = lifecycle.up(LOCAL, Console(), reporter=Phases(Console()))
+    result = lifecycle.up(fakes.spec, Console(), reporter=Phases(Console()))
     console = Console(record=True, width=200)
     print_up(console, result)
     text = console.export_text()
