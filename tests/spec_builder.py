@@ -25,6 +25,26 @@ def load_example(environment: str) -> LoadedSpec:
     return load_spec(ROOT / "inventories" / environment / "cluster.yaml")
 
 
+def example_text(environment: str, *, without: tuple[str, ...] = ()) -> str:
+    """The example spec's text with the named top-level sections taken out (their lines and
+    the comment lines just above them), for tests that write a section of their own."""
+    lines = (ROOT / "inventories" / environment / "cluster.yaml").read_text().splitlines()
+    kept: list[str] = []
+    dropping = False
+    for line in lines:
+        top_level = bool(line) and not line[0].isspace() and not line.startswith("#")
+        if top_level:
+            dropping = line.split(":", 1)[0] in without
+            if dropping:
+                while kept and kept[-1].startswith("#"):
+                    kept.pop()
+        if not dropping:
+            kept.append(line)
+    missing = [s for s in without if not any(line.startswith(f"{s}:") for line in lines)]
+    assert not missing, f"the {environment} example has no {missing} section"
+    return "\n".join(kept) + "\n"
+
+
 def gpu_profile(
     gpu: str | None = "H100-SXM5-80GB",
     gpus: int = 8,

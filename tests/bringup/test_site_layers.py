@@ -96,7 +96,12 @@ def example(name: str, **replace: str) -> str:
 def test_local_cluster_nodes_need_only_slurm(tmp_path: Path) -> None:
     groups = layer_groups(example("local"), tmp_path)
     everyone = ["ctl01", "node01", "node02", "node03"]
-    assert groups == {"myriad_layer_slurm": everyone, "myriad_layer_monitoring": everyone}
+    # The health play itself narrows to compute nodes (hosts: compute:&myriad_layer_health).
+    assert groups == {
+        "myriad_layer_slurm": everyone,
+        "myriad_layer_monitoring": everyone,
+        "myriad_layer_health": everyone,
+    }
 
 
 @pytest.mark.slow

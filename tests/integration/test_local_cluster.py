@@ -155,6 +155,21 @@ def test_up_jobs_drift_repair(cluster: Cluster) -> None:
     assert "NCCL_DEBUG" not in in_node(cluster, "node03", "cat", "/etc/nccl.conf").stdout
 
 
+@pytest.mark.docker
+@pytest.mark.slow
+def test_the_quick_start_shows_node_health(cluster: Cluster) -> None:
+    """The local example turns node health on: the runner judged each compute container at
+    the end of its role, with nothing failing on a healthy CPU-only node."""
+    require_up(cluster)
+    shown = myriad("health", str(cluster.spec), "--json", state=cluster.state, timeout=300)
+    assert shown.returncode == 0, shown.stdout[-3000:] + shown.stderr[-3000:]
+    nodes = {n["node"]: n for n in json.loads(shown.stdout)["nodes"]}
+    assert sorted(nodes) == ["node01", "node02", "node03"]
+    for name, node in nodes.items():
+        assert node["healthy"] and node["last_run"] is not None, (name, node)
+        assert (node["failing"], node["unknown"]) == ([], []), (name, node)
+
+
 def get_json(url: str) -> Any:
     with urllib.request.urlopen(url, timeout=10) as response:
         return json.load(response)

@@ -25,7 +25,7 @@ from myriad.render.monitoring import monitoring_files, prometheus_url
 from myriad.render.writer import write_inventory
 from myriad.spec import load_spec_text
 
-from spec_builder import load_example
+from spec_builder import example_text, load_example
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).parent
@@ -179,7 +179,7 @@ def test_inventory_holds_the_files_and_the_server_group_only_when_enabled(
     out = write_inventory(inventory, tmp_path / "inventory")
     assert (out / "monitoring" / "rules" / "myriad.yml").is_file()
     assert (out / "monitoring" / "targets" / "node.json").is_file()
-    starter = planned("starter-64")
+    starter = plan_loaded(load_spec_text(example_text("starter-64", without=("monitoring",))))
     assert starter.plan is not None
     off = build_inventory(starter.loaded.spec, starter.loaded.catalog, starter.plan)
     assert "monitoring_server" not in off.groups
@@ -188,7 +188,7 @@ def test_inventory_holds_the_files_and_the_server_group_only_when_enabled(
 
 
 def test_spec_figures_reach_the_rules() -> None:
-    text = (ROOT / "inventories" / "starter-64" / "cluster.yaml").read_text()
+    text = example_text("starter-64", without=("monitoring",))
     text += (
         "monitoring: {enabled: true, servers: [login01], gpu_temperature_max_c: 80,"
         " power_margin: 0.25, scrape_interval_seconds: 90, evaluation_interval_seconds: 90,"

@@ -28,7 +28,7 @@ from myriad.plan.pipeline import plan_loaded
 from myriad.render.monitoring import alert_rules
 from myriad.spec import load_spec_text
 
-from spec_builder import load_example
+from spec_builder import example_text, load_example
 
 ROOT = Path(__file__).resolve().parents[2]
 STARTER = ROOT / "inventories" / "starter-64" / "cluster.yaml"
@@ -45,7 +45,8 @@ def promtool() -> str:
 
 
 def starter_rules() -> dict[str, Any]:
-    text = STARTER.read_text() + "monitoring: {enabled: true, alert_for_seconds: 120}\n"
+    text = example_text("starter-64", without=("monitoring",))
+    text += "monitoring: {enabled: true, alert_for_seconds: 120}\n"
     result = plan_loaded(load_spec_text(text, str(STARTER)))
     assert result.plan is not None
     return alert_rules(result.loaded.spec, result.loaded.catalog, result.plan)

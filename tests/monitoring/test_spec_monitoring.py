@@ -1,4 +1,4 @@
-"""The spec's `monitoring:` section: defaults, the schema, and what the local example turns on.
+"""The spec's `monitoring:` section: defaults, the schema, and what the examples turn on.
 (Bad values are in the bad-spec corpus: tests/spec/bad/98-*, 99-*.)"""
 
 from __future__ import annotations
@@ -10,12 +10,15 @@ import pytest
 from myriad.cli import main
 from myriad.spec.monitoring import Monitoring
 
-from spec_builder import load_example
+from spec_builder import ROOT, load_example
+
+EXAMPLES = ROOT / "inventories"
 
 
-def test_monitoring_is_off_by_default_and_on_in_the_local_example() -> None:
+def test_monitoring_is_off_by_default_and_on_in_every_example() -> None:
     assert Monitoring().enabled is False
-    assert load_example("starter-64").spec.monitoring == Monitoring()
+    for example in sorted(p.parent.name for p in EXAMPLES.glob("*/cluster.yaml")):
+        assert load_example(example).spec.monitoring.enabled, example
     local = load_example("local").spec.monitoring
     assert local.enabled is True
     assert local.servers == ()

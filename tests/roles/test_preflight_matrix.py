@@ -385,9 +385,11 @@ def test_representatives_cover_every_kind_of_host(tmp_path: Path) -> None:
     assert render(spec, tmp_path).returncode == 0
     hosts = representatives(tmp_path / "inventory")
     groups = _inventory_hosts(tmp_path / "inventory")
-    # 1,257 hosts: controllers, logins and GPU nodes, each kind once.
+    # 1,257 hosts: the controller that is also the monitoring server, the other controllers,
+    # logins and GPU nodes, each kind once.
     assert {r for h in hosts for r in groups[h]} >= {"controller", "login", "compute"}
-    assert len(hosts) == 3, hosts
+    assert [h for h in hosts if "monitoring_server" in groups[h]] == ["ctl01"]
+    assert len(hosts) == 4, hosts
 
 
 @pytest.mark.parametrize(

@@ -99,6 +99,8 @@ def test_local_cpu_only_nodes_get_no_gpu_or_fabric_checks_and_say_why() -> None:
         "slurm.munge-key",
         "slurm.config-files",
         "slurm.job",
+        # The example turns node health on, and its section names the paths to keep free.
+        "disk.space",
     }
     assert compute["slurm.config-files"].expected == [
         "/etc/slurm/slurm.conf",
@@ -117,6 +119,7 @@ def test_local_cpu_only_nodes_get_no_gpu_or_fabric_checks_and_say_why() -> None:
         "slurm.slurmctld",
         "slurm.munge-key",
         "slurm.config-files",
+        "disk.space",
     }
     assert controller["nccl.conf"].reason == "the nccl role configures compute nodes only"
 
