@@ -76,8 +76,11 @@ def test_an_accepted_warning_is_shown_with_its_reason_and_not_counted() -> None:
 
 
 def test_the_plan_prints_accepted_findings(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # Piped output keeps every cell whole; a COLUMNS from the environment (pytest-xdist's
+    # workers have one) would fold the reason across lines.
+    monkeypatch.delenv("COLUMNS", raising=False)
     spec = tmp_path / "c.yaml"
     spec.write_text(_hot(ACCEPT))
     assert main(["plan", str(spec)]) == 0
