@@ -23,6 +23,7 @@ from myriad.fsutil import atomic_write_text
 if TYPE_CHECKING:
     from myriad.lifecycle.up import UpResult
     from myriad.ops.nodes import NodeChange
+    from myriad.ops.roll_result import RollResult
     from myriad.runner import Tuning
     from myriad.spec.catalog_models import Catalog
     from myriad.validate.report import ValidationReport
@@ -186,12 +187,9 @@ def _cmd_up(args: argparse.Namespace, out: Console, err: Console) -> int:
 
 
 def _up_exit(result: UpResult) -> int:
-    """0 only when bring-up, the image rollout (if any) and validation (unless skipped) passed;
-    a failed rollout keeps the roll's own status."""
-    if result.bringup_failed:
+    """0 only when bring-up, the image rollout (if any) and validation (unless skipped) passed."""
+    if result.bringup_failed or result.rollout_failed:
         return EXIT_PROBLEM
-    if result.rollout_code:
-        return result.rollout_code
     return _validation_exit(result.validation) if result.validation is not None else EXIT_OK
 
 
@@ -547,7 +545,9 @@ def _cmd_roll(args: argparse.Namespace, out: Console, err: Console) -> int:
 
     where = {"stack": args.stack, "stack_outputs": args.stack_outputs}
     if args.resume:
-        return roll(args.spec, out, None, resume=True, **where)
+        return _roll_outcome(
+            args, out, err, lambda p: roll(args.spec, p, None, resume=True, **where)
+        )
     if not args.reason:
         raise OpsInputError("myriad roll: --reason TEXT is required (or --resume)")
     options = RollOptions(
@@ -575,35 +575,62 @@ def _cmd_roll(args: argparse.Namespace, out: Console, err: Console) -> int:
 
             print_roll_plan(out, planned)
         return EXIT_PROBLEM if planned.failures else EXIT_OK
-    if args.json:
-        raise OpsInputError("--json goes with --plan: a roll reports as it goes")
-    return roll(args.spec, out, options, **where)
+    return _roll_outcome(args, out, err, lambda p: roll(args.spec, p, options, **where))
 
 
 def _cmd_replace(args: argparse.Namespace, out: Console, err: Console) -> int:
     from myriad.ops.replace import replace
 
-    return replace(
-        args.spec,
-        args.node,
+    return _roll_outcome(
+        args,
         out,
-        reason=args.reason,
-        drain_timeout_s=args.drain_timeout,
-        kill_after_s=args.kill_after,
+        err,
+        lambda progress: replace(
+            args.spec,
+            args.node,
+            progress,
+            reason=args.reason,
+            drain_timeout_s=args.drain_timeout,
+            kill_after_s=args.kill_after,
+        ),
     )
 
 
 def _cmd_remove(args: argparse.Namespace, out: Console, err: Console) -> int:
     from myriad.ops.remove import remove
 
-    return remove(
-        args.spec,
-        _split(args.nodes) or [],
+    return _roll_outcome(
+        args,
         out,
-        reason=args.reason,
-        drain_timeout_s=args.drain_timeout,
-        kill_after_s=args.kill_after,
+        err,
+        lambda progress: remove(
+            args.spec,
+            _split(args.nodes) or [],
+            progress,
+            reason=args.reason,
+            drain_timeout_s=args.drain_timeout,
+            kill_after_s=args.kill_after,
+        ),
     )
+
+
+def _roll_outcome(
+    args: argparse.Namespace,
+    out: Console,
+    err: Console,
+    run: Callable[[Callable[[str], None]], RollResult],
+) -> int:
+    """A roll's lines stream as it goes (to stderr under --json, where stdout holds the
+    document); then its outcome: 0 when every node was rolled, 1 when one failed, was
+    skipped or not reached."""
+    from myriad.views.roll import print_roll, progress_lines
+
+    result = run(progress_lines(err if args.json else out))
+    if args.json:
+        sys.stdout.write(json.dumps({"format": JSON_FORMAT, **result.to_dict()}, indent=2) + "\n")
+    else:
+        print_roll(out, result)
+    return EXIT_OK if result.ok else EXIT_PROBLEM
 
 
 def _add_ops_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -677,7 +704,11 @@ def _add_ops_commands(commands: argparse._SubParsersAction[argparse.ArgumentPars
         "--resume", action="store_true", help="continue the last unfinished roll where it stopped"
     )
     cluster_source(roll)
-    roll.add_argument("--json", action="store_true", help="with --plan: the plan as JSON")
+    roll.add_argument(
+        "--json",
+        action="store_true",
+        help="the outcome as JSON (with --plan: the plan); the lines as it goes on stderr",
+    )
     roll.set_defaults(handler=_cmd_roll)
 
     replace = commands.add_parser(
@@ -701,6 +732,9 @@ def _add_ops_commands(commands: argparse._SubParsersAction[argparse.ArgumentPars
         metavar="S",
         help="cancel the node's jobs after S seconds (never without it)",
     )
+    replace.add_argument(
+        "--json", action="store_true", help="the outcome as JSON; the lines as it goes on stderr"
+    )
     replace.set_defaults(handler=_cmd_replace)
 
     remove = commands.add_parser(
@@ -721,6 +755,9 @@ def _add_ops_commands(commands: argparse._SubParsersAction[argparse.ArgumentPars
         type=float,
         metavar="S",
         help="cancel the nodes' jobs after S seconds (never without it)",
+    )
+    remove.add_argument(
+        "--json", action="store_true", help="the outcome as JSON; the lines as it goes on stderr"
     )
     remove.set_defaults(handler=_cmd_remove)
 

@@ -19,6 +19,7 @@ from myriad.cli import _up_exit, main
 from myriad.errors import OpsError
 from myriad.lifecycle import up as lifecycle
 from myriad.node.checks import CheckResult
+from myriad.ops.roll_result import NodeOutcome, RollResult
 from myriad.plan.pipeline import plan_spec
 from myriad.provision import local, node_image
 from myriad.runner import HostFailure, RunResult
@@ -201,17 +202,23 @@ def test_image_mode_rolls_the_nodes_on_an_older_image_before_validating(
     )
     monkeypatch.setattr(lifecycle, "run_image_mode", lambda *a, **k: fakes.outcome)
 
-    def reimage(result: Any, state: Any, stale: Sequence[str], console: Console) -> int:
+    def reimage(result: Any, state: Any, stale: Sequence[str], progress: Any) -> RollResult:
         rolled.append(stale)
-        return roll_code
+        status = "failed" if roll_code else "done"
+        node = NodeOutcome("node02", 1, status, "validation: x" if roll_code else "", "", None)
+        return RollResult("image rollout", "local", "finished", (node,), Path("roll.log"), 1.0)
 
     monkeypatch.setattr(lifecycle, "reimage", reimage)
     result = lifecycle.up(fakes.spec, Console(), reporter=Phases(Console()))
     assert rolled == [("node02",)] and result.stale == ("node02",)
-    assert result.rollout_code == roll_code
+    assert result.rollout is not None and result.rollout.ok == (not roll_code)
     if roll_code:
         # A failed rollout is the run's outcome: nothing is validated on half-rolled nodes.
         assert result.validation is None and _up_exit(result) == roll_code
+        console = Console(record=True, width=200)
+        print_up(console, result)
+        text = console.export_text()
+        assert "node02 failed: validation: x" in text and "roll log: roll.log" in text
     else:
         assert result.validation is fakes.report and _up_exit(result) == 0
 

@@ -7,16 +7,15 @@ remove must be the way out, on the local example and a recorded Slurm.
 
 from __future__ import annotations
 
-import io
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
-from rich.console import Console
 
 from myriad.errors import OpsInputError
 from myriad.ops import remove as remove_module
+from myriad.ops.roll_result import RollResult
 from myriad.ops.slurm import Completed, Slurm
 from myriad.provision import local
 
@@ -30,7 +29,7 @@ def state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 def run(
     monkeypatch: pytest.MonkeyPatch, nodes: list[str], containers: dict[str, tuple[str, str]]
-) -> tuple[int, list[tuple[str, ...]], list[tuple[str, ...]], str]:
+) -> tuple[RollResult, list[tuple[str, ...]], list[tuple[str, ...]], list[str]]:
     slurm_commands: list[tuple[str, ...]] = []
     docker_calls: list[tuple[str, ...]] = []
 
@@ -43,23 +42,22 @@ def run(
         docker_calls.append(args)
         return ""
 
-    monkeypatch.setattr(
-        remove_module.Slurm, "of", classmethod(lambda cls, inv: Slurm(["x"], answer))
-    )
+    monkeypatch.setattr(Slurm, "of", classmethod(lambda cls, inv: Slurm(["x"], answer)))
     monkeypatch.setattr(local, "container_states", lambda spec: containers)
     monkeypatch.setattr(local, "docker", fake_docker)
-    out = io.StringIO()
-    code = remove_module.remove(EXAMPLE, nodes, Console(file=out, width=200))
-    return code, slurm_commands, docker_calls, out.getvalue()
+    lines: list[str] = []
+    result = remove_module.remove(EXAMPLE, nodes, lines.append)
+    return result, slurm_commands, docker_calls, lines
 
 
 def test_a_node_slurm_never_knew_loses_only_its_container(monkeypatch: pytest.MonkeyPatch) -> None:
     containers = {"local-ctl01": ("running", ""), "local-node07": ("running", "")}
-    code, slurm, docker, out = run(monkeypatch, ["node07"], containers)
-    assert code == 0
+    result, slurm, docker, lines = run(monkeypatch, ["node07"], containers)
+    assert result.ok and result.containers_only == ("node07",)
+    assert result.nodes == () and result.log is None  # no roll ran: nothing to drain
     assert docker == [("rm", "--force", "local-node07")]
     assert [c[0] for c in slurm] == ["sinfo"]  # nothing drained, no slurm.conf rewritten
-    assert "node07: not a Slurm node (no job can run there); container removed" in out
+    assert lines == []
 
 
 def test_a_node_neither_slurm_nor_docker_knows_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:

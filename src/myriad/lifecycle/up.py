@@ -41,6 +41,7 @@ from myriad.errors import OpsError
 from myriad.health.render import prepare
 from myriad.ops.image_roll import reimage
 from myriad.ops.nodes import compute_nodes
+from myriad.ops.roll_result import RollResult
 from myriad.ops.slurm import SETTLE_TIMEOUT_S, Slurm, wait_settled
 from myriad.plan.nodes import iter_nodes
 from myriad.plan.pipeline import PlanResult
@@ -74,7 +75,7 @@ class UpResult:
     bringup: RunResult | None
     advice: tuple[str, ...] = ()  # for each local node that did not answer: what to do
     stale: tuple[str, ...] = ()  # image mode: nodes on an older image, rolled after bring-up
-    rollout_code: int | None = None  # the day-2 roll's exit status; None when none ran
+    rollout: RollResult | None = None  # the day-2 roll onto the new image; None when none ran
     unsettled: tuple[str, ...] = ()  # compute nodes slurmctld had not heard from
     settle_timeout_s: float = SETTLE_TIMEOUT_S
     validation: ValidationReport | None = None
@@ -83,6 +84,10 @@ class UpResult:
     @property
     def bringup_failed(self) -> bool:
         return self.bringup is not None and not self.bringup.ok
+
+    @property
+    def rollout_failed(self) -> bool:
+        return self.rollout is not None and not self.rollout.ok
 
 
 class _Recorded:
@@ -211,7 +216,7 @@ def _up_locked(
     def finish(
         *,
         advice: Sequence[str] = (),
-        rollout_code: int | None = None,
+        rollout: RollResult | None = None,
         unsettled: Sequence[str] = (),
         validation: ValidationReport | None = None,
         validation_seconds: float | None = None,
@@ -224,7 +229,7 @@ def _up_locked(
             bringup=bringup,
             advice=tuple(advice),
             stale=stale,
-            rollout_code=rollout_code,
+            rollout=rollout,
             unsettled=tuple(unsettled),
             validation=validation,
             validation_seconds=validation_seconds,
@@ -232,19 +237,21 @@ def _up_locked(
 
     if bringup is not None and not bringup.ok:
         return finish(advice=unreachable_advice(result, state, bringup))
-    rollout_code = None
+    rollout = None
     if stale:
         console.print(f"on an older image: {', '.join(stale)}; rolling them onto the new one")
-        rollout_code = reimage(result, state, stale, console)
-        if rollout_code != 0:
-            return finish(rollout_code=rollout_code)
+        rollout = reimage(
+            result, state, stale, lambda line: console.print(line, markup=False, highlight=False)
+        )
+        if not rollout.ok:
+            return finish(rollout=rollout)
     if not validate:
-        return finish(rollout_code=rollout_code)
+        return finish(rollout=rollout)
     start = time.monotonic()
     unsettled = slurm_unsettled(result, state)
     report = validate_after_bringup(result, state, gathering)
     return finish(
-        rollout_code=rollout_code,
+        rollout=rollout,
         unsettled=unsettled,
         validation=report,
         validation_seconds=time.monotonic() - start,

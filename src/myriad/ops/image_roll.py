@@ -11,17 +11,17 @@ image, and the rollout says how to finish it.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
-
-from rich.console import Console
 
 from myriad.bringup.flow import ClusterState, image_records
 from myriad.bringup.node_local import converge_nodes, docker_transport, write_seeds
 from myriad.ops.batches import Amount
 from myriad.ops.nodes import compute_nodes
 from myriad.ops.roll import AnsibleSteps, RollOptions, in_worker, new_roll, run_roll
+from myriad.ops.roll_result import Progress, RollResult, nothing_rolled
 from myriad.ops.slurm import Slurm
 from myriad.plan.nodes import container_name
 from myriad.plan.pipeline import PlanResult
@@ -77,8 +77,11 @@ class ImageSteps(AnsibleSteps):
         return failures
 
 
-def reimage(result: PlanResult, state: ClusterState, stale: Sequence[str], console: Console) -> int:
-    """Roll `stale` nodes onto their profile's current image; the exit code of the roll."""
+def reimage(
+    result: PlanResult, state: ClusterState, stale: Sequence[str], progress: Progress
+) -> RollResult:
+    """Roll `stale` nodes onto their profile's current image: what the rollout did (the roll's
+    lines go to `progress`); controllers left on their image are said in its notes."""
     spec = result.loaded.spec
     cluster = resolve_cluster(result, images=image_records(result, state))
     images = {
@@ -90,7 +93,7 @@ def reimage(result: PlanResult, state: ClusterState, stale: Sequence[str], conso
     others = [n for n in stale if n not in compute]
     slurm = Slurm.of(cluster.inventory)
     options = RollOptions(reason=REASON, batch=Amount(1, percent=False))
-    code = 0
+    rolled = nothing_rolled(REASON, spec.metadata.name)
     if compute:
         islands = {n: cluster.inventory.host_vars[n].get("myriad_island") for n in compute}
         roll = new_roll(state.root, spec.metadata.name, options, compute, islands, slurm)
@@ -99,20 +102,18 @@ def reimage(result: PlanResult, state: ClusterState, stale: Sequence[str], conso
         roll.save()
         roll.log("roll", "started", roll.data["reason"])
         steps = ImageSteps(cluster, state, roll.run_dir, options, images)
-        code = run_roll(roll, slurm, steps, console, [])
-    if others:
-        queued = slurm.jobs()
-        if queued:
-            console.print(
-                f"{', '.join(others)} stay on their previous image: {len(queued)} job(s) are "
-                "running or waiting, and recreating a controller would lose its queue. Run "
-                "`myriad up` again when the queue is empty",
-                markup=False,
-            )
-            return 1
-        steps = ImageSteps(cluster, state, new_run_dir(state.root, "reimage"), options, images)
-        failures = steps.reimage(others)
-        for node, message in failures.items():
-            console.print(f"{node}: {message}", markup=False)
-        code = code or (1 if failures else 0)
-    return code
+        rolled = run_roll(roll, slurm, steps, progress, [], verb=REASON)
+    if not others:
+        return rolled
+    queued = slurm.jobs()
+    if queued:
+        note = (
+            f"{', '.join(others)} stay on their previous image: {len(queued)} job(s) are "
+            "running or waiting, and recreating a controller would lose its queue. Run "
+            "`myriad up` again when the queue is empty"
+        )
+        return dataclasses.replace(rolled, notes=(note,), failed_notes=True)
+    steps = ImageSteps(cluster, state, new_run_dir(state.root, "reimage"), options, images)
+    failures = steps.reimage(others)
+    notes = tuple(f"{node}: {message}" for node, message in failures.items())
+    return dataclasses.replace(rolled, notes=notes, failed_notes=bool(failures))

@@ -10,16 +10,16 @@ containers. Elsewhere the machines are the provider's to power off; remove says 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
-
-from rich.console import Console
 
 from myriad import paths
 from myriad.errors import OpsInputError
 from myriad.ops.batches import Amount
 from myriad.ops.roll import RollLoop, RollOptions, cluster_lock, in_worker, prepare, sigterm_stops
+from myriad.ops.roll_result import Progress, RollResult, nothing_rolled
 from myriad.ops.roll_state import RollState
 from myriad.ops.slurm import Slurm, current_user, reason_for
 from myriad.ops.slurmconf import Reload
@@ -47,12 +47,14 @@ class _NoSteps:
 def remove(
     spec_path: Path,
     nodes: list[str],
-    console: Console,
+    progress: Progress,
     *,
     reason: str = "removed from the cluster",
     drain_timeout_s: float = 3600.0,
     kill_after_s: float | None = None,
-) -> int:
+) -> RollResult:
+    """Drain, wait, slurm.conf without the nodes, their containers gone: what it did (its
+    lines go to `progress`)."""
     cluster, state_root, compute, controllers = prepare(spec_path, None, None)
     if not nodes:
         raise OpsInputError("no nodes given: name them, comma-separated (node04,node05)")
@@ -65,11 +67,13 @@ def remove(
     slurm = Slurm.of(cluster.inventory)
     known = slurm.nodes()
     strangers = [n for n in nodes if n not in known]
+    gone: list[str] = []
     if strangers:
         # No job can run on a node Slurm does not know (one whose bring-up never reached the
         # slurm role, or a pool renamed before it did): its container is all there is.
         with cluster_lock(state_root, "remove"):
-            left = _remove_strangers(cluster.spec, strangers, console)
+            left = _remove_strangers(cluster.spec, strangers)
+        gone = [n for n in strangers if n not in left]
         nodes = [n for n in nodes if n not in strangers]
         if left:
             raise OpsInputError(
@@ -77,7 +81,7 @@ def remove(
                 "nothing to remove"
             )
         if not nodes:
-            return 0
+            return nothing_rolled("remove", cluster.spec.metadata.name, containers_only=gone)
     options = RollOptions(
         reason=reason, batch=Amount(1, False), drain_timeout_s=drain_timeout_s,
         kill_after_s=kill_after_s,
@@ -94,11 +98,11 @@ def remove(
             take_over=True,
         )
         state.log("remove", "started", f"by {current_user()}: {','.join(nodes)}")
-        loop = RollLoop(state, options, slurm, _NoSteps(), console, controllers)
+        loop = RollLoop(state, options, slurm, _NoSteps(), progress, controllers, verb="remove")
         loop.drain(list(nodes))
         ready = loop.wait_for_jobs([n for n in nodes if state.status(n) == "drained"])
         if len(ready) != len(nodes):
-            return loop.finish("stopped: jobs still hold some nodes; nothing removed")
+            return _with(gone, loop.finish("stopped: jobs still hold some nodes; nothing removed"))
         hosts = [*controllers, *compute]
         outcome = in_worker(
             lambda: run_playbook(
@@ -117,7 +121,9 @@ def remove(
                 loop.say(failure.host, "failed", f"{failure.task}: {failure.message}")
             for node in nodes:
                 state.set(node, "failed", "slurm.conf without it could not be applied")
-            return loop.finish("stopped: slurm.conf could not be rewritten; nodes stay drained")
+            return _with(
+                gone, loop.finish("stopped: slurm.conf could not be rewritten; nodes stay drained")
+            )
         loop.say(",".join(hosts), "slurm-conf", f"without {','.join(nodes)}; slurmctld restarted")
         for node in nodes:
             if cluster.spec.provider.kind == "local":
@@ -127,10 +133,14 @@ def remove(
                 detail = "removed from Slurm; power the machine off with its provider"
             state.set(node, "done", detail)
             loop.say(node, "removed", detail)
-        return loop.finish("finished")
+        return _with(gone, loop.finish("finished"))
 
 
-def _remove_strangers(spec: Cluster, strangers: Sequence[str], console: Console) -> list[str]:
+def _with(containers_only: Sequence[str], result: RollResult) -> RollResult:
+    return dataclasses.replace(result, containers_only=tuple(containers_only))
+
+
+def _remove_strangers(spec: Cluster, strangers: Sequence[str]) -> list[str]:
     """Remove the local containers of nodes Slurm does not know; those with none, returned."""
     if spec.provider.kind != "local":
         return list(strangers)
@@ -142,5 +152,4 @@ def _remove_strangers(spec: Cluster, strangers: Sequence[str], console: Console)
             left.append(node)
             continue
         local.docker("rm", "--force", container, timeout=120)
-        console.print(f"{node}: not a Slurm node (no job can run there); container removed")
     return left

@@ -18,8 +18,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-
 from myriad.errors import OpsInputError
 from myriad.ops.batches import Amount
 from myriad.ops.roll import (
@@ -31,6 +29,7 @@ from myriad.ops.roll import (
     run_roll,
     sigterm_stops,
 )
+from myriad.ops.roll_result import Progress, RollResult
 from myriad.ops.roll_state import RollState
 from myriad.ops.slurm import Slurm, check_names, current_user, reason_for
 from myriad.plan.nodes import container_name
@@ -68,12 +67,13 @@ class ReplaceSteps(AnsibleSteps):
 def replace(
     spec_path: Path,
     node: str,
-    console: Console,
+    progress: Progress,
     *,
     reason: str = "machine replaced",
     drain_timeout_s: float = 3600.0,
     kill_after_s: float | None = None,
-) -> int:
+) -> RollResult:
+    """The one-node roll onto a new machine: what it did (its lines go to `progress`)."""
     cluster, state_root, compute, _controllers = prepare(spec_path, None, None)
     check_names([node], compute, cluster.spec.metadata.name)
     kind = cluster.spec.provider.kind
@@ -103,4 +103,4 @@ def replace(
         )
         state.log("replace", "started", f"by {current_user()}: {node}")
         steps = ReplaceSteps(cluster, state_root, run_dir, options)
-        return run_roll(state, slurm, steps, console, [])
+        return run_roll(state, slurm, steps, progress, [], verb="replace")

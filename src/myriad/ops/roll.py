@@ -1,8 +1,8 @@
 """`myriad roll`: apply a change node by node without killing a job.
 
-    roll(...)        → exit code   the command: resolve the cluster, then `run_roll`
-    run_roll(...)    → exit code   the loop, over a `Steps` (Ansible + validation) and a `Slurm`
-    plan_roll(...)   → exit code   `--plan`: batches, check-mode changes, blocking jobs
+    roll(...)        → RollResult  the command: resolve the cluster, then `run_roll`
+    run_roll(...)    → RollResult  the loop, over a `Steps` (Ansible + validation) and a `Slurm`
+    plan_roll(...)   → RollPlan    `--plan`: batches, check-mode changes, blocking jobs
 
 The loop, per batch (batches from `ops.batches`: island by island, `--batch`,
 `--max-unavailable`):
@@ -39,13 +39,12 @@ from types import FrameType
 from typing import Any, Protocol, TypeVar
 
 import yaml
-from rich.console import Console
-from rich.table import Table
 
 from myriad import paths
 from myriad.errors import OpsError, OpsInputError
 from myriad.ops.batches import Amount, budget_spent, plan_batches
 from myriad.ops.nodes import compute_nodes
+from myriad.ops.roll_result import Progress, RollResult, result_of
 from myriad.ops.roll_state import FINAL, RollState, unfinished
 from myriad.ops.slurm import Slurm, current_user, jobs_by_node, reason_for
 from myriad.ops.slurmconf import Reload, diff_texts, reload_for_texts
@@ -232,20 +231,25 @@ class RollLoop:
     options: RollOptions
     slurm: Slurm
     steps: Steps
-    console: Console
+    progress: Progress
     controllers: Sequence[str]
     clock: Callable[[], float] = time.time
     sleep: Callable[[float], None] = time.sleep
+    verb: str = "roll"
+    started: float = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.started = self.clock()
 
     def say(self, subject: str, event: str, detail: str = "") -> None:
-        line = self.state.log(subject, event, detail)
-        self.console.print(line, markup=False, highlight=False)
+        """An event: into the roll log, then to whoever follows the roll."""
+        self.progress(self.state.log(subject, event, detail))
 
     @property
     def reason(self) -> str:
         return str(self.state.data["reason"])
 
-    def run(self) -> int:
+    def run(self) -> RollResult:
         if self.state.data["controller"] != "done" and not self.roll_controllers():
             return self.finish("stopped: the controllers' change failed")
         total = len(self.state.data["nodes"])
@@ -416,45 +420,27 @@ class RollLoop:
         self.state.set(node, "failed", why)
         self.say(node, "failed", f"{why}; stays drained")
 
-    def finish(self, outcome: str) -> int:
+    def finish(self, outcome: str) -> RollResult:
         self.state.data.update(finished=True, outcome=outcome)
         self.state.save()
         self.say("roll", outcome)
-        self.summary()
-        nodes = self.state.data["nodes"]
-        return 0 if all(r["status"] == "done" for r in nodes.values()) else 1
-
-    def summary(self) -> None:
-        table = Table(title="roll", title_justify="left")
-        for column in ("node", "batch", "status", "detail"):
-            table.add_column(column)
-        for node, record in self.state.data["nodes"].items():
-            style = {"failed": "red", "skipped": "yellow", "done": ""}.get(record["status"], "")
-            table.add_row(
-                node, str(record["batch"]), record["status"], record["detail"], style=style
-            )
-        self.console.print(table)
-        bad = {n: r for n, r in self.state.data["nodes"].items() if r["status"] in ("failed",)}
-        for node, record in bad.items():
-            self.console.print(f"{node} failed: {record['detail']}", markup=False)
-        undone = [n for n, r in self.state.data["nodes"].items() if r["status"] == "pending"]
-        if undone:
-            self.console.print(f"not rolled: {', '.join(undone)}", markup=False)
-        self.console.print(f"roll log: {self.state.log_path}", markup=False)
+        return result_of(self.state, self.verb, self.clock() - self.started)
 
 
 def run_roll(
     state: RollState,
     slurm: Slurm,
     steps: Steps,
-    console: Console,
+    progress: Progress,
     controllers: Sequence[str],
     *,
     clock: Callable[[], float] = time.time,
     sleep: Callable[[float], None] = time.sleep,
-) -> int:
+    verb: str = "roll",
+) -> RollResult:
+    """The roll over the saved batches; its lines go to `progress` as they happen."""
     options = RollOptions.from_dict(state.data["options"])
-    loop = RollLoop(state, options, slurm, steps, console, controllers, clock, sleep)
+    loop = RollLoop(state, options, slurm, steps, progress, controllers, clock, sleep, verb)
     try:
         return loop.run()
     except KeyboardInterrupt:
@@ -684,14 +670,14 @@ def prepare(
 
 def roll(
     spec_path: Path,
-    console: Console,
+    progress: Progress,
     options: RollOptions | None,
     *,
     resume: bool = False,
     stack: str | None = None,
     stack_outputs: Path | None = None,
-) -> int:
-    """`myriad roll SPEC ...` or `myriad roll SPEC --resume`; returns the exit code."""
+) -> RollResult:
+    """`myriad roll SPEC ...` or `myriad roll SPEC --resume`: what the roll did."""
     cluster, state_root, compute, controllers = prepare(spec_path, stack, stack_outputs)
     slurm = Slurm.of(cluster.inventory)
     with cluster_lock(state_root, "roll"), sigterm_stops():
@@ -701,7 +687,7 @@ def roll(
                 raise OpsError(f"no unfinished roll under {state_root / 'runs'} to resume")
             state = RollState.load(folder)
             state.log("roll", "resumed", f"by {current_user()}")
-            console.print(f"resuming the roll in {folder}", markup=False)
+            progress(f"resuming the roll in {folder}")
         else:
             if options is None:
                 raise OpsInputError("myriad roll needs --reason (or --resume)")
@@ -711,7 +697,7 @@ def roll(
             state.log("roll", "started", state.data["reason"])
         saved = RollOptions.from_dict(state.data["options"])
         steps = AnsibleSteps(cluster, state_root, state.run_dir, saved)
-        return run_roll(state, slurm, steps, console, controllers)
+        return run_roll(state, slurm, steps, progress, controllers)
 
 
 @dataclass(frozen=True, slots=True)

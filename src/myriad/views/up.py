@@ -6,6 +6,7 @@ from __future__ import annotations
 from rich.console import Console
 
 from myriad.lifecycle.up import UpResult
+from myriad.views.roll import print_roll
 from myriad.views.validation import print_report
 
 
@@ -16,10 +17,14 @@ def print_up(console: Console, result: UpResult) -> None:
             f"[bold red]bring-up failed on {failed}[/bold red]: fix the cause, then "
             f"`myriad up {result.spec} --retry-failed`",
             highlight=False,
+            # A command to copy: folded at the terminal's width, its path would break in two.
+            soft_wrap=True,
         )
         for line in result.advice:
             console.print(line, markup=False, highlight=False)
         return
+    if result.rollout is not None:
+        print_roll(console, result.rollout)
     report = result.validation
     if report is None:
         return
