@@ -34,6 +34,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 # Unique cluster names and free subnets, shared with the integration tests.
 sys.path.insert(0, str(ROOT / "tests"))
+from conditions import measured  # noqa: E402  (benchmarks/ is on sys.path)
+
 from myriad.provision.local import CLUSTER_LABEL  # noqa: E402
 
 from run_names import free_subnet, unique_name  # noqa: E402
@@ -248,4 +250,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(measured(main))

@@ -17,6 +17,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
+from conditions import measured  # noqa: E402  (benchmarks/ is on sys.path)
+
 from ibsim_fabric import Simulator, available, planned, swap  # noqa: E402
 from myriad.node.parsers.ibnetdiscover import parse_ibnetdiscover  # noqa: E402
 from myriad.plan.ibnet import SIM_SPEED_CAP, ibsim_net, links_from_cables  # noqa: E402
@@ -75,4 +77,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(measured(main))

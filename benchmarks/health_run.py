@@ -32,6 +32,8 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
+from conditions import measured  # noqa: E402  (benchmarks/ is on sys.path)
+
 from health_stubs import gpu_xml, h100_spec, infiniband_tree, nvidia_smi_script  # noqa: E402
 from myriad.health.render import documents  # noqa: E402
 from myriad.plan.pipeline import plan_loaded  # noqa: E402
@@ -127,4 +129,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(measured(main))

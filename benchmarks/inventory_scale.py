@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
+from conditions import measured
 
 from myriad.plan.pipeline import plan_loaded
 from myriad.render.inventory import build_inventory
@@ -187,4 +188,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(measured(main))

@@ -12,6 +12,8 @@ import time
 import tracemalloc
 from pathlib import Path
 
+from conditions import measured
+
 from myriad.plan.pipeline import plan_loaded
 from myriad.spec import load_spec_text
 
@@ -63,4 +65,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(measured(main))

@@ -38,6 +38,8 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from conditions import measured  # noqa: E402  (benchmarks/ is on sys.path)
+
 from myriad.plan.nodes import iter_nodes  # noqa: E402 - after the program folder is on the path
 from myriad.provision.pxe_state import PxeState  # noqa: E402
 from myriad.provision.redfish import RedfishNodeProvider, probe_ssh  # noqa: E402
@@ -198,4 +200,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(measured(main))

@@ -35,6 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "stacks"))
 
+from conditions import measured  # noqa: E402  (benchmarks/ is on sys.path)
 from media_server import NGINX, free_port, running_nginx  # noqa: E402
 
 TEMPLATE = ROOT / "templates" / "pxe" / "nginx.conf.j2"
@@ -153,4 +154,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(measured(main))

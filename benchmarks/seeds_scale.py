@@ -23,11 +23,12 @@ import argparse
 import json
 import os
 import resource
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from conditions import measured
 
 from myriad.bringup.flow import ClusterState
 from myriad.bringup.node_local import write_seeds
@@ -102,4 +103,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(measured(main))

@@ -15,6 +15,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from conditions import measured
+
 from myriad.cli import main as myriad
 from myriad.errors import SpecError
 from myriad.spec import load_spec_text
@@ -110,4 +112,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(measured(main))

@@ -23,6 +23,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from conditions import measured
+
 from myriad.node.checks import (
     CheckResult,
     ClusterExpectations,
@@ -341,4 +343,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(measured(main))
