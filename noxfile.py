@@ -81,8 +81,9 @@ def unit(session: nox.Session) -> None:
 
 @nox.session
 def roles(session: nox.Session) -> None:
-    """What runs Ansible: the slow playbook checks without Docker (the site playbook's layer
-    groups, every role's preflight on every example and OS, the NCCL role's file), then
+    """What runs Ansible: the slow checks without Docker (the site playbook's layer groups,
+    every role's preflight on every example and OS, the NCCL role's file, and the few other
+    tests that take many seconds: every truncation of a capture, fifty emulated BMCs), then
     `molecule test` of every role scenario (Docker and the node image); the image phase runs
     for real in tests/integration/test_image_mode_local.py."""
     _pytest(session, "-m", "slow and not docker", *(f"--ignore={p}" for p in LINT_TESTS))

@@ -70,6 +70,7 @@ def _evaluate(expressions: dict[str, str], work: Path, **variables: Any) -> dict
     return msg
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("version", "builtin"),
     [("", True), ("1.18.0-1", True), ("1.18.2", True), ("1.17.8-1", False), ("1.16.2", False)],
@@ -83,6 +84,7 @@ def test_one_cdi_generator(version: str, builtin: bool, tmp_path: Path) -> None:
     assert found["builtin"] is builtin
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("gpus", "cdi", "feature"), [(True, True, True), (True, False, False)])
 def test_docker_reads_cdi_specs_where_gpus_use_them(
     gpus: bool, cdi: bool, feature: bool, tmp_path: Path
@@ -98,6 +100,7 @@ def test_docker_reads_cdi_specs_where_gpus_use_them(
     assert daemon["runtimes"]["nvidia"]["path"]
 
 
+@pytest.mark.slow
 def test_no_gpus_no_cdi_feature(tmp_path: Path) -> None:
     daemon = _evaluate(
         {"daemon": "__container_runtime_daemon_json"},

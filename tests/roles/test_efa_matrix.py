@@ -97,11 +97,13 @@ def flat(report: dict[str, Any]) -> list[str]:
     return [" ".join(f.split()) for f in failures(report)]
 
 
+@pytest.mark.slow
 def test_the_default_pin_passes_the_preflight(tmp_path: Path) -> None:
     report = preflight(tmp_path)
     assert report["rc"] == 0, flat(report)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("version", "why"),
     [
@@ -118,6 +120,7 @@ def test_an_installer_without_a_checksum_is_refused(version: str, why: str, tmp_
     assert "set efa_installer_sha256" in found
 
 
+@pytest.mark.slow
 def test_an_explicit_checksum_installs_a_version_the_matrix_cannot_pin(tmp_path: Path) -> None:
     for version in ("1.51.0", "1.99.0"):
         report = preflight(
@@ -126,6 +129,7 @@ def test_an_explicit_checksum_installs_a_version_the_matrix_cannot_pin(tmp_path:
         assert report["rc"] == 0, flat(report)
 
 
+@pytest.mark.slow
 def test_no_checksum_is_needed_where_nothing_is_installed(tmp_path: Path) -> None:
     report = preflight(tmp_path, efa_installer_version="1.51.0", efa_install=False)
     assert report["rc"] == 0, flat(report)
@@ -150,6 +154,7 @@ def resolved(work: Path, **variables: Any) -> dict[str, str]:
     return {n: str(r["hosts"]["localhost"]["msg"]) for n, r in zip(names, results, strict=True)}
 
 
+@pytest.mark.slow
 def test_the_row_gives_the_checksum_and_the_bundled_plugin(tmp_path: Path) -> None:
     found = resolved(tmp_path)
     assert found["__efa_installer_checksum"] == PCLUSTER_1_41_0
@@ -192,12 +197,14 @@ def nccl_check(work: Path, **variables: Any) -> list[str]:
     ]
 
 
+@pytest.mark.slow
 def test_an_nccl_older_than_the_plugins_floor_is_warned_about(tmp_path: Path) -> None:
     (warning,) = nccl_check(tmp_path, efa_nccl_version="2.16.5-1")
     assert "NCCL 2.16.5-1 is older than aws-ofi-nccl 1.14.2 supports" in warning
     assert "2.17.1" in warning and "vars/matrix.yml" in warning
 
 
+@pytest.mark.slow
 def test_an_nccl_newer_than_every_tested_one_is_warned_about(tmp_path: Path) -> None:
     (warning,) = nccl_check(tmp_path, efa_nccl_version="2.31.2-1")
     assert "NCCL 2.31.2-1 is newer than every NCCL aws-ofi-nccl 1.14.2 was tested with" in warning
@@ -206,6 +213,7 @@ def test_an_nccl_newer_than_every_tested_one_is_warned_about(tmp_path: Path) -> 
     assert nccl_check(tmp_path, efa_nccl_version="2.31.2-1", efa_installer_version="1.50.0") == []
 
 
+@pytest.mark.slow
 def test_an_nccl_in_range_or_unknown_gives_no_warning(tmp_path: Path) -> None:
     assert nccl_check(tmp_path, efa_nccl_version="2.26.2-1+cuda12.8") == []
     assert nccl_check(tmp_path, efa_nccl_version="2.21.5") == []

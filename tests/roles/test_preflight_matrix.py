@@ -392,6 +392,7 @@ def test_representatives_cover_every_kind_of_host(tmp_path: Path) -> None:
     assert len(hosts) == 4, hosts
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("os_name", "extra", "message"),
     [
@@ -415,6 +416,7 @@ def test_the_slurm_preflight_refuses_what_a_node_cannot_do(
     assert report["rc"] != 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("role", "tasks_from", "variables", "message"),
     [
@@ -553,12 +555,14 @@ def _gdr_method(os_name: str, work: Path, **variables: Any) -> str:
     return str(last["msg"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("os_name", list(OS_FACTS))
 def test_gpudirect_prefers_dmabuf_with_open_modules(os_name: str, tmp_path: Path) -> None:
     # Every supported OS's kernel is 5.12 or later: DMA-BUF with the open modules.
     assert _gdr_method(os_name, tmp_path, nvidia_driver_gpudirect_rdma=True) == "dmabuf"
 
 
+@pytest.mark.slow
 def test_gpudirect_falls_back_to_peermem(tmp_path: Path) -> None:
     proprietary = _gdr_method(
         "ubuntu-22.04",
@@ -570,6 +574,7 @@ def test_gpudirect_falls_back_to_peermem(tmp_path: Path) -> None:
     assert _gdr_method("ubuntu-22.04", tmp_path, nvidia_driver_gpudirect_rdma=False) == "none"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("efivar", "enrolled", "refused"),
     [
@@ -667,6 +672,7 @@ def _slurm_files(spec_name: str, work: Path) -> dict[str, str]:
     return {name: (work / name).read_text() for name in ("slurm.conf", "gres.conf")}
 
 
+@pytest.mark.slow
 def test_gpu_gres_lines_name_devices_and_their_cores(tmp_path: Path) -> None:
     gres = _slurm_files("starter-64", tmp_path)["gres.conf"]
     lines = [line for line in gres.splitlines() if line.startswith("NodeName=")]
@@ -677,6 +683,7 @@ def test_gpu_gres_lines_name_devices_and_their_cores(tmp_path: Path) -> None:
     ]
 
 
+@pytest.mark.slow
 def test_three_controllers_share_their_state(tmp_path: Path) -> None:
     conf = _slurm_files("roce-10k", tmp_path)["slurm.conf"]
     hosts = [line for line in conf.splitlines() if line.startswith("SlurmctldHost=")]
@@ -841,6 +848,7 @@ def test_the_table_check_sees_cgroup_v2_on_slurm_21_08() -> None:
     assert table_problems(jammy, files, legacy_hierarchy=True) == []
 
 
+@pytest.mark.slow
 def test_reboots_go_through_slurm(tmp_path: Path) -> None:
     """`scontrol reboot ASAP nextstate=RESUME` works: a RebootProgram and a GPU-sized timeout."""
     lines = _slurm_files("starter-64", tmp_path)["slurm.conf"].splitlines()

@@ -259,6 +259,7 @@ def wait_env(lab: Lab) -> dict[str, str]:
 UP = re.compile(r"\] (?:.*?)(\d+) up")
 
 
+@pytest.mark.slow
 def test_fifty_nodes_install_at_once_and_the_wait_resumes_after_a_kill(lab: Lab) -> None:
     names = [h.name for h in lab.spec.provider.hosts]
     assert len(names) == NODES

@@ -714,6 +714,7 @@ def test_kubernetes_nodes_from_kubectl(fixture_text: Callable[[str], str]) -> No
 # --- the node's copy: expectations through JSON evaluate the same ----------------------------
 
 
+@pytest.mark.slow
 def test_expectations_read_back_from_json_give_the_same_results(
     local: Cluster, roce: Cluster, sample: Callable[[str], str]
 ) -> None:

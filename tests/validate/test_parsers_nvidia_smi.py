@@ -94,6 +94,7 @@ def test_xml_v13_two_gpus_keep_document_order(sample):
         assert gpu.pcie == PcieLink(gen_current=1, gen_max=4, width_current=16, width_max=16)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", XML_SAMPLES)
 def test_xml_truncated_anywhere_fails_cleanly(sample, check_truncations, name):
     # XML is well-formed only when complete, so no cut may parse (bar trailing blanks).
@@ -244,6 +245,7 @@ def test_text_and_xml_give_the_same_dataclass(sample):
     assert parse_nvidia_smi_text(text).gpus[0] == xml_gpu
 
 
+@pytest.mark.slow
 def test_text_truncations(sample, check_truncations):
     assert check_truncations(parse_nvidia_smi_text, sample(H100_TEXT)) > 0
 
