@@ -309,15 +309,22 @@ def _cmd_image_build(args: argparse.Namespace, out: Console, err: Console) -> in
     from myriad.bringup.images import image_build
     from myriad.views.progress import Phases
 
-    return image_build(
+    # Under --json the phases go to stderr and stdout holds the document.
+    result = image_build(
         args.spec,
-        out,
-        reporter=Phases(out),
+        reporter=Phases(err if args.json else out),
         profiles=args.profile or (),
         force=args.force,
         wait_s=args.wait,
         tuning=_tuning(args),
     )
+    if args.json:
+        sys.stdout.write(json.dumps({"format": JSON_FORMAT, **result.to_dict()}, indent=2) + "\n")
+    else:
+        from myriad.views.images import print_image_build
+
+        print_image_build(out, result)
+    return EXIT_OK
 
 
 def _cmd_health(args: argparse.Namespace, out: Console, err: Console) -> int:
@@ -419,6 +426,7 @@ def _cmd_report(args: argparse.Namespace, out: Console, err: Console) -> int:
     _output_folder("--out", args.out)
     result = plan_spec(args.spec)
     validation = _validation_for(args, result.loaded.spec.metadata.name)
+    health = _health_for(result.loaded.spec.metadata.name)
     svg = None
     if result.plan is not None and result.plan.fabric is not None:
         from myriad.views.fabric_files import fabric_picture
@@ -437,6 +445,7 @@ def _cmd_report(args: argparse.Namespace, out: Console, err: Console) -> int:
         svg,
         validation,
         islands,
+        health,
     )
     target = args.out / "index.html"
     try:
@@ -459,6 +468,14 @@ def _validation_for(args: argparse.Namespace, cluster: str) -> Mapping[str, Any]
         return document
     from myriad.bringup.flow import state_base
     from myriad.validate.report import read_last
+
+    root = state_base() / cluster
+    return read_last(root) if root.is_dir() else None
+
+
+def _health_for(cluster: str) -> Mapping[str, Any] | None:
+    from myriad.bringup.flow import state_base
+    from myriad.health.report import read_last
 
     root = state_base() / cluster
     return read_last(root) if root.is_dir() else None
@@ -923,6 +940,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--profile", action="append", metavar="P", help="only this profile (repeatable)"
     )
     image_build.add_argument("--force", action="store_true", help="rebuild even if current")
+    image_build.add_argument(
+        "--json", action="store_true", help="what was built as JSON; the phases on stderr"
+    )
     image_build.add_argument(
         "--wait", type=float, default=0.0, metavar="S",
         help="wait up to S seconds for another run on this cluster to finish",

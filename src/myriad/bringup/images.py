@@ -14,13 +14,12 @@ import hashlib
 import json
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import yaml
-from rich.console import Console
-from rich.table import Table
 
 from myriad import paths
 from myriad.bringup.flow import ClusterState, cluster_state, planned
@@ -48,6 +47,37 @@ class ImageOutcome:
     manifest: ImageManifest
     built: bool
     seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class ImageBuildResult:
+    """`myriad image build`: each profile's image (built this run or current), and the folder
+    of the current records (`<records>/<profile>.json`)."""
+
+    cluster: str
+    images: Mapping[str, ImageOutcome]  # by profile, in the order they were built
+    records: Path
+
+    def file(self, outcome: ImageOutcome) -> Path | None:
+        """The archive (bare metal) or kit (AWS) the image carries, if any."""
+        carried = outcome.manifest.archive or outcome.manifest.kit
+        return None if carried is None else self.records / carried.file
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "cluster": self.cluster,
+            "records": str(self.records),
+            "images": [
+                {
+                    "profile": profile,
+                    "built": outcome.built,
+                    "seconds": round(outcome.seconds, 3),
+                    "file": None if self.file(outcome) is None else str(self.file(outcome)),
+                    "manifest": outcome.manifest.to_dict(),
+                }
+                for profile, outcome in self.images.items()
+            ],
+        }
 
 
 def images_dir(state: ClusterState) -> Path:
@@ -247,16 +277,16 @@ def build_kit(
 
 def image_build(
     spec_path: Path,
-    console: Console,
     *,
     reporter: Reporter,
     profiles: Sequence[str] = (),
     force: bool = False,
     wait_s: float = 0.0,
     tuning: Tuning = TUNED,
-) -> int:
+) -> ImageBuildResult:
     """`myriad image build`: local → a Docker image; bare metal → that image's root file
-    system as an archive too; AWS → the kit its Image Builder applies."""
+    system as an archive too; AWS → the kit its Image Builder applies. Phases go to
+    `reporter`; what was built is the result."""
     result = planned(spec_path)
     spec = result.loaded.spec
     plan = result.usable_plan()
@@ -272,20 +302,4 @@ def image_build(
             archive = kind == "baremetal"
             outcomes = build_images(result, inventory, state, reporter, profiles=profiles,
                                     force=force, archive=archive, tuning=tuning)  # fmt: skip
-    table = Table(title=f"Node images of {spec.metadata.name}", title_justify="left")
-    for column in ("profile", "image", "content hash", "this run", "packages", "file"):
-        table.add_column(column)
-    for profile, outcome in outcomes.items():
-        manifest = outcome.manifest
-        carried = manifest.archive or manifest.kit
-        table.add_row(
-            profile,
-            manifest.tag,
-            manifest.content_hash[:12],
-            f"built ({outcome.seconds:.0f} s)" if outcome.built else "current, not rebuilt",
-            str(len(manifest.packages)) if manifest.packages else "-",
-            str(images_dir(state) / carried.file) if carried else "-",
-        )
-    console.print(table)
-    console.print(f"records: {images_dir(state)}/<profile>.json")
-    return 0
+    return ImageBuildResult(spec.metadata.name, outcomes, images_dir(state))
