@@ -17,12 +17,13 @@ from pathlib import Path
 import pytest
 
 from myriad.cli import main
+from myriad.health import report as health
 from myriad.node.checks import CheckResult
 from myriad.validate.report import ValidationReport, keep_last
 
 ROOT = Path(__file__).resolve().parents[1]
 ROCE = ROOT / "inventories" / "roce-10k" / "cluster.yaml"
-SECTIONS = ("summary", "bom", "power", "compute", "findings", "fabric", "validation")
+SECTIONS = ("summary", "bom", "power", "compute", "findings", "fabric", "validation", "health")
 
 
 def _validation(tmp_path: Path) -> Path:
@@ -72,6 +73,36 @@ def test_the_last_kept_validation_is_used(tmp_path: Path, monkeypatch: pytest.Mo
     report = ValidationReport("roce-10k", str(ROCE), results, gather_seconds=1.0)
     keep_last(report, tmp_path / "state" / "roce-10k")
     assert "roce.qos" in _report(tmp_path)
+
+
+def test_the_last_kept_health_is_shown(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MYRIAD_STATE_DIR", str(tmp_path / "state"))
+    assert "No node health from this machine yet" in _report(tmp_path)
+    nodes = (
+        health.NodeHealth("gpu0001", True, False, None, None, None, 1000.0, False),
+        health.NodeHealth(
+            "gpu0002",
+            True,
+            True,
+            "myriad-health",
+            "gpu.xid expected no draining XID",
+            990.0,
+            1000.0,
+            False,
+            failing=["gpu.xid"],
+        ),
+        health.NodeHealth("gpu0003", False, None, None, None, None, None, True),
+    )
+    kept = health.HealthReport("roce-10k", 1001.0, 900, nodes)
+    (tmp_path / "state" / "roce-10k").mkdir(parents=True)
+    health.keep_last(kept, tmp_path / "state" / "roce-10k")
+    section = _report(tmp_path).split('<section id="health">', 1)[1].split("</section>", 1)[0]
+    assert (
+        "1 of 3 compute nodes healthy; 1 drained (1 by myriad-health, 0 by someone else)" in section
+    )
+    assert "gpu0002" in section and "gpu.xid expected no draining XID" in section
+    assert "unreachable" in section and "stale" in section
+    assert "gpu0001" not in section
 
 
 def test_a_validation_file_of_another_kind_is_refused(

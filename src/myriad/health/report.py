@@ -11,6 +11,7 @@ the verb's result: the CLI exits 1 unless every node is healthy, `myriad.views.h
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from myriad.errors import ValidateError
+from myriad.fsutil import atomic_write_text
 from myriad.health.render import check_drain_ids
 from myriad.node.checks import ClusterView, cluster_view
 from myriad.node.facts import NodeFacts
@@ -68,6 +70,28 @@ class HealthReport:
             "healthy": self.healthy,
             "nodes": [{**asdict(n), "healthy": n.healthy} for n in self.nodes],
         }
+
+
+# Beside the cluster's other state; `myriad report` shows it. Not under health/, which holds
+# the nodes' documents by node name.
+LAST_REPORT = Path("health-report.json")
+
+
+def keep_last(report: HealthReport, state_root: Path) -> None:
+    """The cluster's latest health report, whole (replaced by each `myriad health`)."""
+    atomic_write_text(state_root / LAST_REPORT, json.dumps(report.to_dict()) + "\n", mode=0o600)
+
+
+def read_last(state_root: Path) -> dict[str, Any] | None:
+    """The kept report, or None when `myriad health` never ran for the cluster here."""
+    path = state_root / LAST_REPORT
+    try:
+        document: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ValidateError(f"{path}: the kept health report cannot be read ({exc})") from exc
+    return document
 
 
 def _by_whom(reason: str | None) -> str:
@@ -152,7 +176,7 @@ def health_report(
     unreachable = {**gathered.unreachable, **gathered.failed}
     view = cluster_view(expectations, gathered.facts, unreachable)
     now = time.time()
-    return HealthReport(
+    report = HealthReport(
         cluster=loaded.spec.metadata.name,
         generated=now,
         stale_after_s=health.stale_s,
@@ -170,3 +194,5 @@ def health_report(
             if n.role == "compute"
         ),
     )
+    keep_last(report, state.root)
+    return report

@@ -2,7 +2,8 @@
 
 The plan (bill of materials, power and cost, compute and checkpoint figures, lint findings),
 the fabric picture, and, when the cluster was validated from this machine, the last
-validation as a heat map of islands by check subject. One file with its styles and picture
+validation as a heat map of islands by check subject, and the last `myriad health` (nodes
+healthy, drained and by whom, failing checks). One file with its styles and picture
 inline: no script, font or image is fetched from anywhere.
 """
 
@@ -262,15 +263,48 @@ def _validation(validation: Mapping[str, Any], islands: Mapping[str, str]) -> st
     return summary + heat + (worst if failures else "") + (more if len(failures) > 50 else "")
 
 
+def _health(health: Mapping[str, Any]) -> str:
+    nodes = list(health.get("nodes") or [])
+    unhealthy = [n for n in nodes if not n.get("healthy")]
+    drained = [n for n in nodes if n.get("drained")]
+    by_runner = sum(1 for n in drained if n.get("drained_by") == "myriad-health")
+    stale = sum(1 for n in nodes if n.get("stale"))
+    summary = (
+        f"<p>{_num(len(nodes) - len(unhealthy))} of {_num(len(nodes))} compute nodes healthy; "
+        f"{_num(len(drained))} drained ({_num(by_runner)} by myriad-health, "
+        f"{_num(len(drained) - by_runner)} by someone else), {_num(stale)} with a stale or "
+        "missing last run.</p>"
+    )
+    if not unhealthy:
+        return summary
+    rows = [
+        tuple(
+            escape(cell)
+            for cell in (
+                str(n.get("node", "")),
+                "unreachable" if not n.get("reachable") else str(n.get("drained_by") or ""),
+                str(n.get("reason") or ""),
+                ", ".join(n.get("failing") or []),
+                "stale" if n.get("stale") else "",
+            )
+        )
+        for n in unhealthy[:50]
+    ]
+    table = _table(["node", "drained by", "reason", "failing checks", "last run"], rows, set())
+    more = f"<p class='muted'>{len(unhealthy) - 50:,} more in `myriad health --json`</p>"
+    return summary + table + (more if len(unhealthy) > 50 else "")
+
+
 def render_report(
     plan_document: Mapping[str, Any],
     description: str,
     fabric_svg: str | None,
     validation: Mapping[str, Any] | None,
     islands: Mapping[str, str],
+    health: Mapping[str, Any] | None = None,
 ) -> str:
     """The page. `plan_document` is `myriad plan --json`'s; `islands` names each node's
-    island (or role), for the validation heat map."""
+    island (or role), for the validation heat map; `health` is `myriad health --json`'s."""
     plan = plan_document.get("plan") or {}
     findings = plan_document.get("findings") or []
     cluster = escape(str(plan.get("cluster", "cluster")))
@@ -294,6 +328,17 @@ def render_report(
                 "<code>myriad validate</code>, then this report again.</p>",
             )
         )
+    parts.append(
+        _section(
+            "health",
+            "Node health",
+            _health(health)
+            if health is not None
+            else "<p class='muted'>No node health from this machine yet: with a "
+            "<code>health:</code> section in the spec, run <code>myriad health</code>, then "
+            "this report again.</p>",
+        )
+    )
     return (
         "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
         f"<title>{cluster}: Myriad report</title><style>{_STYLE}</style></head><body>"
