@@ -56,15 +56,32 @@ def test_a_node_already_renamed_by_rdma_core_gets_the_same_rules(tmp_path: Path)
     assert rules_of(tmp_path / "a", renamed) == rules_of(tmp_path / "b", trees.dgx_h100())
 
 
-UDEVADM = shutil.which("udevadm") or os.environ.get("MYRIAD_UDEVADM")
+# scripts/bootstrap unpacks Debian's udev package there (installing it would start udevd).
+UNPACKED_UDEVADM = Path(__file__).resolve().parents[2] / ".venv/opt/udev/bin/udevadm"
 
 
-@pytest.mark.skipif(
-    UDEVADM is None or os.geteuid() != 0 or shutil.which("unshare") is None,
-    reason="needs Debian's udevadm (apt-get install udev, or MYRIAD_UDEVADM), root and unshare",
-)
+def _udevadm() -> str | None:
+    for found in (
+        os.environ.get("MYRIAD_UDEVADM"),
+        shutil.which("udevadm"),
+        str(UNPACKED_UDEVADM) if UNPACKED_UDEVADM.is_file() else None,
+    ):
+        if found:
+            return found
+    return None
+
+
 def test_real_udev_reads_the_rules_without_an_error(tmp_path: Path) -> None:
     """udevadm test parses every rules file and names each bad line (udev 252: no `verify`)."""
+    udevadm = _udevadm()
+    missing = ("udevadm" if udevadm is None else "root" if os.geteuid() != 0 else None) or (
+        "unshare" if shutil.which("unshare") is None else None
+    )
+    if missing is not None:
+        message = f"needs {missing} (scripts/bootstrap unpacks Debian's udev for udevadm)"
+        if os.environ.get("CI", "").strip().lower() == "true":
+            pytest.fail(message, pytrace=False)
+        pytest.skip(message)
     rules_dir = tmp_path / "rules.d"
     rules_dir.mkdir()
     (rules_dir / "60-rdma-persistent-naming.rules").write_text(rules_of(tmp_path, trees.dgx_h100()))
@@ -75,7 +92,7 @@ def test_real_udev_reads_the_rules_without_an_error(tmp_path: Path) -> None:
     )
     script = (
         f"mkdir -p /etc/udev/rules.d && mount --bind {rules_dir} /etc/udev/rules.d && "
-        f"{UDEVADM} test --action=add /sys/class/net/lo"
+        f"{udevadm} test --action=add /sys/class/net/lo"
     )
     result = subprocess.run(
         ["unshare", "--mount", "sh", "-c", script],
