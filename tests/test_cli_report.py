@@ -23,7 +23,17 @@ from myriad.validate.report import ValidationReport, keep_last
 
 ROOT = Path(__file__).resolve().parents[1]
 ROCE = ROOT / "inventories" / "roce-10k" / "cluster.yaml"
-SECTIONS = ("summary", "bom", "power", "compute", "findings", "fabric", "validation", "health")
+SECTIONS = (
+    "summary",
+    "bom",
+    "power",
+    "compute",
+    "findings",
+    "racks",
+    "fabric",
+    "validation",
+    "health",
+)
 
 
 def _validation(tmp_path: Path) -> Path:
@@ -54,6 +64,20 @@ def test_every_section_and_nothing_fetched(tmp_path: Path) -> None:
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page)
     # The BOM from the plan: 1,250 GPU servers, 40 leaves (hand count in tests/plan).
     assert "1,250" in page and "SN5600-200G" in page
+
+
+def test_the_rack_picture_draws_each_kind_of_rack_once(tmp_path: Path) -> None:
+    racks = _report(tmp_path).split('<section id="racks">', 1)[1].split("</section>", 1)[0]
+    times = "\N{MULTIPLICATION SIGN}"
+    # roce-10k, 40 kW and 42 U a rack: an A800 server is 6.5 kW and 6 U, so floor(40 / 6.5)
+    # = 6 fit by power (7 by space); 1,250 = 208 x 6 + 2. The 7 controllers and logins
+    # (1 kW, 2 U) share one rack; the fabric's switches fill 4 (the plan's switch racks).
+    assert f"{times} 208 racks" in racks and f"6 {times} 6 U, 39.0 of 40 kW" in racks
+    assert f"2 {times} 6 U, 13.0 of 40 kW" in racks and f"7 {times} 2 U" in racks
+    drawn = [int(n.replace(",", "")) for n in re.findall(rf"{times} ([\d,]+) racks?<", racks)]
+    # 1 + 208 + 1 + 4: the plan's 214 racks, each kind drawn once.
+    assert sorted(drawn) == [1, 1, 4, 208]
+    assert racks.count("<svg") == 1
 
 
 def test_the_heat_map_groups_nodes_by_island(tmp_path: Path) -> None:

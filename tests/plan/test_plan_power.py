@@ -179,3 +179,33 @@ network:
 software: {os: ubuntu-22.04, nvidia_driver: "550"}
 facility: {pue: 1.2, usd_per_kwh: 0.078, rack_kw: 40, cooling: liquid}
 """
+
+
+def test_each_profile_fills_its_racks_in_order() -> None:
+    """The racks behind the count, for the report's rack picture: per profile, full racks
+    and the one left part-full."""
+    profiles = {
+        "dgx": DGX_H100,
+        "ctl": {"cpu": {"sockets": 1, "cores_per_socket": 16}, "memory_gib": 64, "power_kw": 0.5},
+    }
+    pools = [
+        {"name": "gpu", "profile": "dgx", "count": 32, "role": "compute"},
+        {"name": "ctl", "profile": "ctl", "count": 3, "role": "controller"},
+    ]
+    loaded = cluster(profiles=profiles, pools=pools, facility=FACILITY)
+    power = make_plan(loaded.spec, loaded.catalog).power
+    fills = {f.profile: f for f in power.rack_fills}
+    # 32 DGX at 3 a rack: 10 full racks and one with 2; the 3 controllers share one rack.
+    dgx, ctl = fills["dgx"], fills["ctl"]
+    assert (dgx.per_rack, dgx.full, dgx.rest, dgx.racks) == (3, 10, 2, 11)
+    assert (ctl.per_rack, ctl.full, ctl.rest, ctl.racks) == (21, 0, 3, 1)
+    assert (dgx.units_each, dgx.roles) == (8, ("compute",))
+    assert sum(f.racks for f in power.rack_fills) == power.server_racks
+
+
+def test_a_server_over_the_rack_budget_fills_a_rack_alone() -> None:
+    facility = {**FACILITY, "rack_kw": 10}
+    loaded = cluster(nodes=5, profile=DGX_H100, facility=facility)
+    [fill] = make_plan(loaded.spec, loaded.catalog).power.rack_fills
+    assert (fill.per_rack, fill.full, fill.rest, fill.over_budget) == (1, 5, 0, True)
+    assert fill.racks == 5

@@ -72,6 +72,25 @@ class Fabric:
 
 
 @dataclass(frozen=True, slots=True)
+class RackFill:
+    """One profile's servers in racks, in order: `full` racks of `per_rack`, then one of
+    `rest` (0: none). `over_budget`: one server alone exceeds the rack's kW (a rack each)."""
+
+    profile: str
+    roles: tuple[str, ...]
+    per_rack: int
+    full: int
+    rest: int
+    units_each: int
+    kw_each: float
+    over_budget: bool
+
+    @property
+    def racks(self) -> int:
+        return self.full + (1 if self.rest else 0)
+
+
+@dataclass(frozen=True, slots=True)
 class Power:
     """`basis` says which server figure is used; `not_counted` what the totals leave out."""
 
@@ -94,6 +113,11 @@ class Power:
     max_server_kw: float
     servers_per_rack: int
     not_counted: tuple[str, ...]
+    # Per profile, how its servers fill their racks (`server_racks` is their sum).
+    rack_fills: tuple[RackFill, ...] = ()
+    # The budgets every rack was counted against (facility.rack_units, facility.rack_kw).
+    rack_units: int = 42
+    rack_kw: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

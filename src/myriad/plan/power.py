@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 
-from myriad.plan.model import Fabric, Power
+from myriad.plan.model import Fabric, Power, RackFill
 from myriad.spec.catalog_models import Catalog
 from myriad.spec.models import Cluster, Profile
 
@@ -115,24 +115,34 @@ def plan_power(spec: Cluster, catalog: Catalog, fabric: Fabric | None) -> Power:
     switches fill racks of their own, as do storage systems."""
     facility = spec.facility
     counts = Counter[str]()
+    roles: dict[str, list[str]] = {}
     for pool in spec.pools:
         counts[pool.profile] += pool.count
+        if pool.role not in roles.setdefault(pool.profile, []):
+            roles[pool.profile].append(pool.role)
     gpus = servers = 0.0
     by_power = by_space = racks = 0
     per_rack: list[int] = []
     kw_each: list[float] = []
+    fills: list[RackFill] = []
     for name, count in counts.items():
         profile = spec.profiles[name]
         kw = server_kw(profile, catalog)
+        units = server_rack_units(profile, catalog)
         kw_each.append(kw)
         gpus += count * gpu_kw(profile, catalog)
         servers += count * kw
         power_fit = _fits(facility.rack_kw, kw)
-        space_fit = _fits(facility.rack_units, server_rack_units(profile, catalog))
+        space_fit = _fits(facility.rack_units, units)
+        fit = min(power_fit, space_fit)
         by_power += _racks_for(count, power_fit)
         by_space += _racks_for(count, space_fit)
-        racks += _racks_for(count, min(power_fit, space_fit))
-        per_rack.append(min(power_fit, space_fit))
+        racks += _racks_for(count, fit)
+        per_rack.append(fit)
+        full, rest = divmod(count, fit) if fit else (count, 0)
+        fills.append(
+            RackFill(name, tuple(roles[name]), max(fit, 1), full, rest, units, kw, fit == 0)
+        )
     switches = fabric.switch_kw if fabric is not None else 0.0
     other_switches = sum(
         g.count * catalog.switches[g.model].power_w / WATTS_PER_KW for g in spec.network.switches
@@ -173,4 +183,7 @@ def plan_power(spec: Cluster, catalog: Catalog, fabric: Fabric | None) -> Power:
         max_server_kw=max(kw_each, default=0.0),
         servers_per_rack=min(per_rack, default=0),
         not_counted=tuple(not_counted),
+        rack_fills=tuple(fills),
+        rack_units=facility.rack_units,
+        rack_kw=facility.rack_kw,
     )

@@ -1,7 +1,7 @@
 """`myriad report SPEC --out DIR`: one HTML page an operator opens offline or sends on.
 
 The plan (bill of materials, power and cost, compute and checkpoint figures, lint findings),
-the fabric picture, and, when the cluster was validated from this machine, the last
+the racks and the fabric pictures, and, when the cluster was validated from this machine, the last
 validation as a heat map of islands by check subject, and the last `myriad health` (nodes
 healthy, drained and by whom, failing checks). One file with its styles and picture
 inline: no script, font or image is fetched from anywhere.
@@ -15,6 +15,7 @@ from html import escape
 from typing import Any
 
 from myriad import __version__
+from myriad.views.rack_svg import rack_picture
 
 _STYLE = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#1d2433}
@@ -315,6 +316,9 @@ def render_report(
         _section("compute", "Compute and checkpoints", _compute(plan)),
         _section("findings", "Lint findings", _findings(findings)),
     ]
+    racks = rack_picture(plan.get("power") or {}, plan.get("fabric"))
+    if racks:
+        parts.append(_section("racks", "Racks", f"<div class='figure'>{racks}</div>"))
     if fabric_svg:
         parts.append(_section("fabric", "Fabric", f"<div class='figure'>{fabric_svg}</div>"))
     if validation is not None:

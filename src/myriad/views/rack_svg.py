@@ -1,0 +1,113 @@
+"""The plan's racks as a picture: each kind of rack drawn once, with how many there are.
+
+A 1,250-node cluster has hundreds of racks, most alike; the picture shows one full rack and
+the part-full one per server profile (servers from the bottom, a box per server, its rack
+units to scale, coloured by role), then the switch and storage racks the plan counts. Read
+from `myriad plan --json`'s `power` (`rack_fills`, `rack_units`, `rack_kw`), so the picture
+and the rack count come from one place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from html import escape
+from typing import Any
+
+UNIT_PX = 5
+RACK_W = 96
+GAP = 34
+TOP = 44
+BOTTOM = 46
+ROLE_COLOURS = {"compute": "#4c78a8", "controller": "#f58518", "login": "#54a24b"}
+OTHER_COLOUR = "#9d9d9d"
+TIMES = "\N{MULTIPLICATION SIGN}"
+
+
+def _kinds(power: Mapping[str, Any]) -> list[tuple[str, str, int, int, Mapping[str, Any]]]:
+    """(title, note, racks alike, servers in each, fill) per rack drawn."""
+    kinds = []
+    for fill in power.get("rack_fills") or []:
+        name = str(fill.get("profile"))
+        per, full, rest = int(fill["per_rack"]), int(fill["full"]), int(fill["rest"])
+        if full:
+            note = "over the rack's kW: one each" if fill.get("over_budget") else "full"
+            kinds.append((name, note, full, per, fill))
+        if rest:
+            kinds.append((name, "part-full", 1, rest, fill))
+    return kinds
+
+
+def _rack(x: int, height: int, title: str, subtitle: str, count: int) -> list[str]:
+    return [
+        f"<text x='{x + RACK_W / 2}' y='16' text-anchor='middle' class='t'>{escape(title)}</text>",
+        f"<text x='{x + RACK_W / 2}' y='30' text-anchor='middle' class='m'>"
+        f"{escape(subtitle)}</text>",
+        f"<rect x='{x}' y='{TOP}' width='{RACK_W}' height='{height}' class='rack'/>",
+        f"<text x='{x + RACK_W / 2}' y='{TOP + height + 18}' text-anchor='middle' class='t'>"
+        f"{TIMES} {count:,} rack{'s' if count != 1 else ''}</text>",
+    ]
+
+
+def rack_picture(power: Mapping[str, Any], fabric: Mapping[str, Any] | None) -> str:
+    """An SVG of every kind of rack the plan counts; empty when it counts none."""
+    units = int(power.get("rack_units") or 42)
+    rack_kw = float(power.get("rack_kw") or 0.0)
+    height = units * UNIT_PX
+    parts: list[str] = []
+    x = 10
+    for title, note, count, servers, fill in _kinds(power):
+        each_kw = float(fill["kw_each"])
+        size = f"{servers} {TIMES} {int(fill['units_each'])} U"
+        used = f"{size}, {servers * each_kw:,.1f} of {rack_kw:g} kW"
+        parts += _rack(x, height, title, note, count)
+        roles: Sequence[str] = fill.get("roles") or []
+        colour = ROLE_COLOURS.get(roles[0], OTHER_COLOUR) if roles else OTHER_COLOUR
+        box = int(fill["units_each"]) * UNIT_PX
+        for slot in range(servers):
+            y = TOP + height - (slot + 1) * box
+            if y < TOP:
+                break
+            parts.append(
+                f"<rect x='{x + 4}' y='{y + 1}' width='{RACK_W - 8}' height='{box - 2}' "
+                f"fill='{colour}' rx='2'><title>{escape(title)}: "
+                f"{escape(', '.join(roles))}, {each_kw:g} kW</title></rect>"
+            )
+        parts.append(
+            f"<text x='{x + RACK_W / 2}' y='{TOP + height + 32}' text-anchor='middle' "
+            f"class='m'>{escape(used)}</text>"
+        )
+        x += RACK_W + GAP
+    others = [
+        ("switches", int(power.get("switch_racks") or 0), _switch_note(fabric)),
+        ("storage", int(power.get("storage_racks") or 0), "storage systems"),
+    ]
+    for title, count, note in others:
+        if not count:
+            continue
+        parts += _rack(x, height, title, note, count)
+        parts.append(
+            f"<text x='{x + RACK_W / 2}' y='{TOP + height / 2}' text-anchor='middle' "
+            f"class='m'>{escape(title)}</text>"
+        )
+        x += RACK_W + GAP
+    if not parts:
+        return ""
+    width, full_height = x, TOP + height + BOTTOM
+    style = (
+        "<style>.t{font:600 12px sans-serif;fill:#1b2330}.m{font:11px sans-serif;fill:#5b6676}"
+        ".rack{fill:#f4f6f9;stroke:#5b6676;stroke-width:1.5}</style>"
+    )
+    return (
+        f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{full_height}' "
+        f"viewBox='0 0 {width} {full_height}' role='img' aria-label='racks'>{style}"
+        + "".join(parts)
+        + "</svg>"
+    )
+
+
+def _switch_note(fabric: Mapping[str, Any] | None) -> str:
+    if not fabric:
+        return "declared switches"
+    leaves, spines = fabric.get("leaves") or 0, fabric.get("spines") or 0
+    core = fabric.get("core_switches") or 0
+    return f"{leaves:,} leaves, {spines:,} spines" + (f", {core:,} core" if core else "")
