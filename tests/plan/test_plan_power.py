@@ -8,7 +8,7 @@ import yaml
 from myriad.errors import SpecError
 from myriad.plan import make_plan
 from myriad.plan.power import estimated_server_kw, server_kw, server_rack_units
-from myriad.spec import load_spec_text
+from myriad.spec import LoadedSpec, load_spec_text
 from myriad.spec.models import Profile
 
 from spec_builder import cluster, gpu_profile, load_fixture
@@ -42,7 +42,8 @@ def test_dgx_h100_cluster_power_and_cost() -> None:
     assert power.max_server_kw == pytest.approx(10.2)
 
 
-def test_racks_are_counted_per_profile_and_summed() -> None:
+def _dgx_and_controllers() -> LoadedSpec:
+    """32 DGX H100 and 3 small controllers (0.5 kW, the 2 U CPU server default)."""
     profiles = {
         "dgx": DGX_H100,
         "ctl": {"cpu": {"sockets": 1, "cores_per_socket": 16}, "memory_gib": 64, "power_kw": 0.5},
@@ -51,7 +52,11 @@ def test_racks_are_counted_per_profile_and_summed() -> None:
         {"name": "gpu", "profile": "dgx", "count": 32, "role": "compute"},
         {"name": "ctl", "profile": "ctl", "count": 3, "role": "controller"},
     ]
-    loaded = cluster(profiles=profiles, pools=pools, facility=FACILITY)
+    return cluster(profiles=profiles, pools=pools, facility=FACILITY)
+
+
+def test_racks_are_counted_per_profile_and_summed() -> None:
+    loaded = _dgx_and_controllers()
     power = make_plan(loaded.spec, loaded.catalog).power
     # DGX: 11 racks (above). Controllers: 0.5 kW -> 80 per rack by power, 2 U (the CPU
     # server default) -> 21 by space: 1 rack. 11 + 1 = 12; by space 7 + 1 = 8; with the
@@ -184,15 +189,7 @@ facility: {pue: 1.2, usd_per_kwh: 0.078, rack_kw: 40, cooling: liquid}
 def test_each_profile_fills_its_racks_in_order() -> None:
     """The racks behind the count, for the report's rack picture: per profile, full racks
     and the one left part-full."""
-    profiles = {
-        "dgx": DGX_H100,
-        "ctl": {"cpu": {"sockets": 1, "cores_per_socket": 16}, "memory_gib": 64, "power_kw": 0.5},
-    }
-    pools = [
-        {"name": "gpu", "profile": "dgx", "count": 32, "role": "compute"},
-        {"name": "ctl", "profile": "ctl", "count": 3, "role": "controller"},
-    ]
-    loaded = cluster(profiles=profiles, pools=pools, facility=FACILITY)
+    loaded = _dgx_and_controllers()
     power = make_plan(loaded.spec, loaded.catalog).power
     fills = {f.profile: f for f in power.rack_fills}
     # 32 DGX at 3 a rack: 10 full racks and one with 2; the 3 controllers share one rack.

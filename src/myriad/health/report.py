@@ -29,6 +29,7 @@ from myriad.render.writer import write_inventory
 from myriad.runner import new_run_dir
 from myriad.validate.expectations import expect, load_role_defaults
 from myriad.validate.gather import gather
+from myriad.validate.report import read_kept
 
 
 @dataclass(frozen=True)
@@ -84,14 +85,7 @@ def keep_last(report: HealthReport, state_root: Path) -> None:
 
 def read_last(state_root: Path) -> dict[str, Any] | None:
     """The kept report, or None when `myriad health` never ran for the cluster here."""
-    path = state_root / LAST_REPORT
-    try:
-        document: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return None
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ValidateError(f"{path}: the kept health report cannot be read ({exc})") from exc
-    return document
+    return read_kept(state_root / LAST_REPORT, "health report")
 
 
 def _by_whom(reason: str | None) -> str:

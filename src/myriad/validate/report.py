@@ -233,11 +233,15 @@ def keep_last(report: ValidationReport, state_root: Path) -> None:
 
 def read_last(state_root: Path) -> dict[str, Any] | None:
     """The kept report, or None when the cluster was never validated from this machine."""
-    path = state_root / LAST_REPORT
+    return read_kept(state_root / LAST_REPORT, "validation")
+
+
+def read_kept(path: Path, what: str) -> dict[str, Any] | None:
+    """A document a verb keeps in the cluster's state; None when it never ran here."""
     try:
         document: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return None
     except (OSError, json.JSONDecodeError) as exc:
-        raise ValidateError(f"{path}: the kept validation cannot be read ({exc})") from exc
+        raise ValidateError(f"{path}: the kept {what} cannot be read ({exc})") from exc
     return document
