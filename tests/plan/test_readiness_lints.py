@@ -134,3 +134,11 @@ def test_the_endpoint_reaches_the_kubernetes_role() -> None:
     inventory = build_inventory(result.loaded.spec, result.loaded.catalog, result.plan)
     endpoint = inventory.group_vars["all"]["kubernetes_control_plane_endpoint"]
     assert endpoint == "10.0.255.250:6443"
+
+
+def test_an_endpoint_on_a_nodes_address_is_refused() -> None:
+    # Node addresses start at the 10th of 10.0.0.0/16 in spec order: ctl01 is 10.0.0.10.
+    loaded = example("h100-100k", "10.0.255.250:6443", "10.0.0.10:6443")
+    [finding] = findings(loaded, "kubernetes-endpoint")
+    assert "10.0.0.10 is ctl01's management address" in finding.message
+    assert finding.path == ("software", "kubernetes", "control_plane_endpoint")

@@ -381,6 +381,22 @@ def addressing(loaded: LoadedSpec, plan: Plan) -> Iterator[Finding]:
             )
 
 
+def _nodes_at(
+    loaded: LoadedSpec, plan: Plan, address: ipaddress.IPv4Address | ipaddress.IPv6Address
+) -> Iterator[tuple[str, ipaddress.IPv4Network | ipaddress.IPv6Network, int, str]]:
+    """(network, its CIDR, node index, node name) where `address` is a node's own: render
+    hands nodes the addresses from FIRST_HOST_OFFSET on, one per node in spec order."""
+    spec = loaded.spec
+    for network_name in ("storage", "management"):
+        cidr = getattr(spec.network.addressing, network_name)
+        if cidr is None or address not in (network := ipaddress.ip_network(cidr)):
+            continue
+        index = int(address) - int(network.network_address) - FIRST_HOST_OFFSET
+        if 0 <= index < plan.nodes:
+            node = next(n for i, n in enumerate(iter_nodes(spec)) if i == index)
+            yield network_name, network, index, node.name
+
+
 def storage_server_address(loaded: LoadedSpec, plan: Plan) -> Iterator[Finding]:
     """The storage server must not sit on an address Myriad plans for a node's port."""
     spec = loaded.spec
@@ -389,23 +405,16 @@ def storage_server_address(loaded: LoadedSpec, plan: Plan) -> Iterator[Finding]:
         address = ipaddress.ip_address(server)
     except ValueError:
         return  # a host name: resolved at the site, nothing to compare here
-    for network_name in ("storage", "management"):
-        cidr = getattr(spec.network.addressing, network_name)
-        if cidr is None or address not in (network := ipaddress.ip_network(cidr)):
-            continue
-        index = int(address) - int(network.network_address) - FIRST_HOST_OFFSET
-        if not 0 <= index < plan.nodes:
-            continue
-        node = next(n for i, n in enumerate(iter_nodes(spec)) if i == index)
+    for network_name, network, index, node in _nodes_at(loaded, plan, address):
         free = network.network_address + 2
         yield Finding(
             id="storage-server-address",
             severity="error",
-            message=f"storage.server {address} is {node.name}'s {network_name} address: node "
-            f"addresses start at the {FIRST_HOST_OFFSET}th of {cidr}, one per node in spec "
+            message=f"storage.server {address} is {node}'s {network_name} address: node "
+            f"addresses start at the {FIRST_HOST_OFFSET}th of {network}, one per node in spec "
             "order, so the node and the server would answer for the same address",
             suggestion=f"give the server an address below the nodes' range (for example "
-            f"{free}), or one outside {cidr}",
+            f"{free}), or one outside {network}",
             path=("storage", "server"),
             numbers={"node_index": index},
         )
@@ -548,7 +557,7 @@ def software_fit(loaded: LoadedSpec, plan: Plan) -> Iterator[Finding]:
         )
     yield from _driver_branch(loaded)
     yield from _slurm_fit(loaded)
-    yield from _kubernetes_fit(loaded)
+    yield from _kubernetes_fit(loaded, plan)
     if spec.network.fabric == "infiniband":
         ib = spec.network.ib
         if ib.subnet_manager == "opensm" and len(ib.sm_nodes) < 2:
@@ -688,7 +697,7 @@ def _slurm_fit(loaded: LoadedSpec) -> Iterator[Finding]:
     yield from _slurm_cgroups(loaded)
 
 
-def _kubernetes_fit(loaded: LoadedSpec) -> Iterator[Finding]:
+def _kubernetes_fit(loaded: LoadedSpec, plan: Plan) -> Iterator[Finding]:
     spec = loaded.spec
     if spec.software.orchestrator != "kubernetes":
         return
@@ -705,6 +714,20 @@ def _kubernetes_fit(loaded: LoadedSpec) -> Iterator[Finding]:
             "balancer in front of the API servers (host:6443), or keep one controller",
             path=("software", "kubernetes"),
             numbers={"controllers": controllers},
+        )
+    endpoint = spec.software.k8s.control_plane_endpoint
+    try:
+        address = ipaddress.ip_address((endpoint or "").rsplit(":", 1)[0])
+    except ValueError:
+        return  # none, or a name resolved at the site
+    for network_name, _, _, node in _nodes_at(loaded, plan, address):
+        yield Finding(
+            id="kubernetes-endpoint",
+            severity="error",
+            message=f"control_plane_endpoint {address} is {node}'s {network_name} address: "
+            "the API's VIP would answer on a node that is not the load balancer",
+            suggestion="an address of the management network outside the nodes' range",
+            path=("software", "kubernetes", "control_plane_endpoint"),
         )
 
 
