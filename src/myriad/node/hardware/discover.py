@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
+from typing import Any
 
 from myriad.node.hardware.sysfs import Reader
 
@@ -163,9 +164,18 @@ def discover(fs: Reader, models: Mapping[str, str] | None = None) -> HardwareMap
         Gpu(d.bdf, d.pci_id, names.get(d.pci_id), d.numa_node, _switch(d)) for d in gpus
     )
 
-    def beside(device: _Pci) -> tuple[str, ...]:
+    def placed(device: _Pci) -> dict[str, Any]:
+        # What a port takes from its PCI function, whether or not it has an RDMA device.
         mine = _below_root(device)
-        return tuple(g.bdf for g in gpus if mine & _below_root(g))
+        return {
+            "bdf": device.bdf,
+            "pci_id": device.pci_id,
+            "model": names.get(device.pci_id),
+            "virtual_function": device.virtual_function,
+            "numa_node": device.numa_node,
+            "switch": _switch(device),
+            "gpus": tuple(g.bdf for g in gpus if mine & _below_root(g)),
+        }
 
     ports: list[Port] = []
     seen_netdevs: set[str] = set()
@@ -181,10 +191,7 @@ def discover(fs: Reader, models: Mapping[str, str] | None = None) -> HardwareMap
             link_layer = (fs.read(f"{base}/link_layer") or "").lower() or None
             ports.append(
                 Port(
-                    bdf=device.bdf,
-                    pci_id=device.pci_id,
-                    model=names.get(device.pci_id),
-                    virtual_function=device.virtual_function,
+                    **placed(device),
                     rdma_device=rdma,
                     port=int(number) if number.isdigit() else 0,
                     link_layer=link_layer,
@@ -194,9 +201,6 @@ def discover(fs: Reader, models: Mapping[str, str] | None = None) -> HardwareMap
                     netdev=netdevs[0] if len(netdevs) == 1 else None,
                     guid=_guid(fs.read(f"class/infiniband/{rdma}/node_guid")),
                     firmware=fs.read(f"class/infiniband/{rdma}/fw_ver"),
-                    numa_node=device.numa_node,
-                    switch=_switch(device),
-                    gpus=beside(device),
                 )
             )
     for netdev in fs.listdir("class/net"):
@@ -208,10 +212,7 @@ def discover(fs: Reader, models: Mapping[str, str] | None = None) -> HardwareMap
             continue
         ports.append(
             Port(
-                bdf=device.bdf,
-                pci_id=device.pci_id,
-                model=names.get(device.pci_id),
-                virtual_function=device.virtual_function,
+                **placed(device),
                 rdma_device=None,
                 port=1,
                 link_layer="ethernet",
@@ -220,9 +221,6 @@ def discover(fs: Reader, models: Mapping[str, str] | None = None) -> HardwareMap
                 netdev=netdev,
                 guid=None,
                 firmware=None,
-                numa_node=device.numa_node,
-                switch=_switch(device),
-                gpus=beside(device),
             )
         )
     ports.sort(key=lambda p: (p.bdf, p.port))
