@@ -20,12 +20,13 @@ import pytest
 import yaml
 
 from myriad.plan.pipeline import PlanResult, plan_loaded
+from myriad.plan.ports import hardware_expectation
 from myriad.render.inventory import build_inventory
-from myriad.render.monitoring import monitoring_files, prometheus_url
+from myriad.render.monitoring import monitoring_files, prometheus_config, prometheus_url
 from myriad.render.writer import write_inventory
 from myriad.spec import load_spec_text
 
-from spec_builder import example_text, load_example
+from spec_builder import cluster, example_text, gpu_profile, load_example
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).parent
@@ -455,3 +456,19 @@ def test_the_readme_names_every_alert_and_the_local_url() -> None:
                 assert f"`{rule['alert']}`" in section, f"{example}: {rule['alert']}"
     url = prometheus_url(planned("local").loaded.spec)
     assert f"Prometheus: {url}" in section
+
+
+def test_rail_labels_follow_the_vendor_port_map_the_node_is_checked_against() -> None:
+    # DGX H100 (User Guide, Network Modules, Table 6): rail 1 is mlx5_3, and the storage ports
+    # mlx5_1/2 are no rail. The rdma role refuses a node whose discovered map differs from
+    # these names (hardware_expectation), so the labels and the node's names are one source.
+    profile = gpu_profile(server="DGX-H100")
+    profile["nics"]["storage"] = {"model": "ConnectX-7", "count": 2}
+    loaded = cluster(profile=profile)
+    config = prometheus_config(loaded.spec, loaded.catalog, [])
+    node_job = next(job for job in config["scrape_configs"] if job["job_name"] == "node")
+    devices = [r["regex"].split(";(")[1].split("|")[0] for r in node_job["metric_relabel_configs"]]
+    assert devices == [f"mlx5_{i}" for i in (0, 3, 4, 5, 6, 9, 10, 11)]
+    shape = loaded.spec.profiles["node"]
+    expected = hardware_expectation(shape, loaded.catalog, "infiniband", "profiles.node.nics")
+    assert expected["compute"]["devices"] == devices
