@@ -1,6 +1,6 @@
 """The node package as one file (myriad.node.artefact): the same tree gives the same bytes,
 it holds every module of the package and nothing else, and it runs on the standard library
-alone, as the health role, the facts playbook and myriad-converge run it."""
+alone, as the health role, the facts playbook, myriad-converge and the rdma role run it."""
 
 from __future__ import annotations
 
@@ -111,3 +111,24 @@ def test_an_unknown_command_is_refused_with_the_commands(program: Path) -> None:
     assert done.returncode == 2
     assert "unknown command 'validate'" in done.stderr
     assert "gather, health, converge" in done.stderr
+
+
+def test_hardware_runs_from_it_as_the_rdma_role_runs_it(program: Path, tmp_path: Path) -> None:
+    # The rdma role's three calls (check, rules, map) on the DGX H100 tree: discovery is a
+    # command of the one artefact, not a package copied file by file.
+    from myriad.node.hardware.tree import materialise
+
+    sysfs = tmp_path / "sys"
+    tree = SRC.parent / "tests/samples/sysfs-tree/dgx-h100_table6_constructed.tree"
+    materialise(tree.read_text(encoding="utf-8"), str(sysfs))
+    expect = tmp_path / "expect.json"
+    expect.write_text(json.dumps({"gpus": 8, "compute": {"count": 8}}), encoding="utf-8")
+    common = ["--sysfs", str(sysfs), "--expect", str(expect), "--pinned"]
+    check = _run(program, "hardware", "check", *common)
+    assert check.returncode == 0, check.stdout + check.stderr
+    rules = _run(program, "hardware", "rules", "--sysfs", str(sysfs))
+    assert rules.returncode == 0, rules.stderr
+    assert 'KERNELS=="0000:c0:00.0", PROGRAM="rdma_rename %k NAME_FIXED mlx5_9"' in rules.stdout
+    mapped = _run(program, "hardware", "map", *common)
+    assert mapped.returncode == 0, mapped.stderr
+    assert len(json.loads(mapped.stdout)["assignment"]["compute"]) == 8

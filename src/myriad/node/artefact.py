@@ -2,9 +2,10 @@
 
 A zipapp of `myriad.node` (with `myriad/__init__.py`, the version) and a top-level
 `__main__.py`: `python3 -I -S myriad-node.pyz COMMAND ...` runs a command of the package
-(`myriad.node.__main__`: gather, health, converge), and zipimport imports from it. The
-health role installs it for myriad-health, the facts playbook copies it to each node for a
-gathering, and an image-mode image carries it for myriad-converge: one artefact, made here.
+(`myriad.node.__main__`: gather, health, converge, hardware), and zipimport imports from
+it. The health role installs it for myriad-health, the rdma role for hardware discovery (the
+nccl role runs that copy too), the facts playbook copies it to each node for a gathering,
+and an image-mode image carries it for myriad-converge: one artefact, made here.
 
 The same tree gives the same bytes: members in sorted order, each with zip's earliest date,
 one mode and one compression level, and nothing of the build host (no times, owners or
