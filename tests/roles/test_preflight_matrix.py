@@ -435,6 +435,55 @@ def test_the_slurm_preflight_refuses_what_a_node_cannot_do(
         (
             "roce",
             "main.yml",
+            # The leaf of another subnet: no next hop the rail reaches directly.
+            {
+                "roce_nics": [
+                    {
+                        "netdev": "rail0",
+                        "device": "mlx5_0",
+                        "address": "10.64.1.11/24",
+                        "gateway": "10.64.0.1",
+                        "rail_network": "10.64.0.0/20",
+                    }
+                ]
+            },
+            "must be a host of 10.64.1.0/24 other than 10.64.1.11",
+        ),
+        (
+            "roce",
+            "main.yml",
+            # A rail network that is another rail's: the own leaf's hosts would go through it.
+            {
+                "roce_nics": [
+                    {
+                        "netdev": "rail0",
+                        "device": "mlx5_0",
+                        "address": "10.64.1.11/24",
+                        "gateway": "10.64.1.1",
+                        "rail_network": "10.64.16.0/20",
+                    }
+                ]
+            },
+            "that holds 10.64.1.0/24",
+        ),
+        (
+            "roce",
+            "main.yml",
+            {
+                "roce_nics": [
+                    {
+                        "netdev": "rail0",
+                        "device": "mlx5_0",
+                        "address": "10.64.1.11/24",
+                        "gateway": "10.64.1.1",
+                    }
+                ]
+            },
+            "rail_network (none) must be given together",
+        ),
+        (
+            "roce",
+            "main.yml",
             {
                 "roce_route_table_base": 250,
                 "roce_nics": [
@@ -469,6 +518,31 @@ def test_the_new_preflight_checks_refuse_inconsistent_inputs(
     found = failures(report)
     assert report["rc"] != 0
     assert any(message in " ".join(f.split()) for f in found), found
+
+
+@pytest.mark.slow
+def test_the_roce_preflight_accepts_a_rail_behind_its_leaf(tmp_path: Path) -> None:
+    """What render writes behind a routed leaf passes; each case above changes one thing."""
+    tasks = [
+        {
+            "name": "Run the roce preflight",
+            "ansible.builtin.include_role": {"name": "roce", "tasks_from": "main.yml"},
+            "tags": ["always"],
+        }
+    ]
+    nics = [
+        {
+            "netdev": f"rail{rail}",
+            "device": f"mlx5_{rail}",
+            "address": f"10.64.{16 * rail + 1}.11/24",
+            "gateway": f"10.64.{16 * rail + 1}.1",
+            "rail_network": f"10.64.{16 * rail}.0/20",
+        }
+        for rail in range(2)
+    ]
+    extra = ("-e", json.dumps({"roce_nics": nics}))
+    report = run_play(tasks, "ubuntu-22.04", tmp_path, *extra, "--tags", "preflight,always")
+    assert report["rc"] == 0, failures(report)
 
 
 # --- Role order and the driver role's module logic ------------------------------------------

@@ -23,8 +23,15 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 ROLE = ROOT / "roles/roce"
 NETPLAN = shutil.which("netplan")
+# rail0 behind a routed leaf (a /24 of its rail's /20, the leaf .1), rail1 one stretched subnet.
 NICS = [
-    {"netdev": "rail0", "device": "mlx5_0", "address": "10.64.0.11/20"},
+    {
+        "netdev": "rail0",
+        "device": "mlx5_0",
+        "address": "10.64.0.11/24",
+        "gateway": "10.64.0.1",
+        "rail_network": "10.64.0.0/20",
+    },
     {"netdev": "rail1", "device": "mlx5_3", "address": "10.64.16.11/20"},
 ]
 
@@ -75,6 +82,18 @@ def test_a_dead_rail_does_not_hold_up_boot_under_networkd(tmp_path: Path) -> Non
     assert "[Link]\nMTUBytes=9000\nRequiredForOnline=no\n" in network
 
 
+def test_a_routed_leaf_is_the_rails_gateway_under_networkd(tmp_path: Path) -> None:
+    _, network = render(tmp_path)
+    routes = [block for block in network.split("\n\n") if "[Route]" in block]
+    assert [block[block.index("[Route]") :] for block in routes] == [
+        "[Route]\nDestination=10.64.0.0/24\nPreferredSource=10.64.0.11\nTable=100",
+        "[Route]\nDestination=10.64.0.0/20\nGateway=10.64.0.1\nPreferredSource=10.64.0.11"
+        "\nTable=100",
+        "[Route]\nDestination=10.64.0.0/20\nGateway=10.64.0.1\nPreferredSource=10.64.0.11",
+    ]
+    assert "[RoutingPolicyRule]\nFrom=10.64.0.11/32\nTable=100\nPriority=100\n" in network
+
+
 @pytest.mark.skipif(NETPLAN is None, reason="netplan.io is not installed (scripts/bootstrap)")
 def test_real_netplan_renders_the_rails_optional(tmp_path: Path) -> None:
     netplan_file, _ = render(tmp_path)
@@ -90,7 +109,22 @@ def test_real_netplan_renders_the_rails_optional(tmp_path: Path) -> None:
         capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
-    for rail in ("rail0", "rail1"):
-        generated = (root / f"run/systemd/network/10-netplan-{rail}.network").read_text()
-        assert "RequiredForOnline=no" in generated, generated
-        assert "ConfigureWithoutCarrier=yes" in generated
+    generated = {
+        rail: (root / f"run/systemd/network/10-netplan-{rail}.network").read_text()
+        for rail in ("rail0", "rail1")
+    }
+    for text in generated.values():
+        assert "RequiredForOnline=no" in text, text
+        assert "ConfigureWithoutCarrier=yes" in text
+    # rail0's leaf: the rail's /20 through 10.64.0.1 in table 100 and in the main table.
+    routes = sorted(
+        block.strip() for block in generated["rail0"].split("\n\n") if block.startswith("[Route]")
+    )
+    assert routes == [
+        "[Route]\nDestination=10.64.0.0/20\nGateway=10.64.0.1\nPreferredSource=10.64.0.11",
+        "[Route]\nDestination=10.64.0.0/20\nGateway=10.64.0.1\nPreferredSource=10.64.0.11"
+        "\nTable=100",
+        "[Route]\nDestination=10.64.0.0/24\nPreferredSource=10.64.0.11\nScope=link\nTable=100",
+    ], generated["rail0"]
+    # rail1, one stretched subnet: no gateway.
+    assert "Gateway=" not in generated["rail1"]
