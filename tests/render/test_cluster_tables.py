@@ -72,15 +72,15 @@ def test_roce_10k_tables_have_an_entry_per_node() -> None:
 
 
 def test_per_host_variables_do_not_grow_with_the_cluster() -> None:
-    """roce-10k with 1,250 and with 125 GPU nodes: the same variables per host.
+    """roce-10k with 1,250 and with 250 GPU nodes: the same variables per host.
 
-    What may differ, by hand: the GPU nodes' names and addresses in the host's own variables
-    (a digit more in gpu0001 than gpu001: 1 byte), and nccl_ib_qps_per_connection, which
-    only the three-tier fabric of 1,250 nodes sets (`"nccl_ib_qps_per_connection":4,` is 31
-    bytes). Before the tables moved out, each host carried common_hosts alone: 1,257 entries
-    of about 45 bytes, 57 KB.
+    250 nodes are two islands, so both fabrics have three tiers (nccl_ib_qps_per_connection)
+    and route each rail at its leaves (a gateway per rail address). What may differ, by hand:
+    the GPU nodes' names and addresses in the host's own variables (a digit more in gpu0001
+    than gpu001: 1 byte each). Before the tables moved out, each host carried common_hosts
+    alone: 1,257 entries of about 45 bytes, 57 KB.
     """
-    big, small = render("roce-10k"), render("roce-10k", **{"count: 1250": "count: 125"})
+    big, small = render("roce-10k"), render("roce-10k", **{"count: 1250": "count: 250"})
 
     def largest(inventory: Inventory) -> int:
         return max(
@@ -88,7 +88,7 @@ def test_per_host_variables_do_not_grow_with_the_cluster() -> None:
             for host in inventory.host_vars
         )
 
-    assert (len(big.host_vars), len(small.host_vars)) == (1257, 132)
+    assert (len(big.host_vars), len(small.host_vars)) == (1257, 257)
     assert largest(big) <= largest(small) + 32
     # all.yml's settings (about 1.1 KB), the GPU pool's port lists (about 1 KB) and the
     # node's own addresses and leaves (about 0.5 KB): well under 4 KiB.

@@ -3,11 +3,14 @@ get, so that every name they use is one something creates and every rail has an 
 
 from __future__ import annotations
 
+import yaml
+
 from myriad.plan.pipeline import plan_loaded
 from myriad.plan.ports import hardware_expectation, ports, ports_to_name
 from myriad.render.inventory import Inventory, build_inventory
+from myriad.spec import load_spec_text
 
-from spec_builder import cluster, gpu_profile, load_example
+from spec_builder import ROOT, cluster, gpu_profile, load_example
 
 
 def inventory_of(name: str) -> Inventory:
@@ -39,11 +42,48 @@ def test_every_made_up_port_name_is_one_the_netnames_role_creates() -> None:
     ]
 
 
-def test_rails_get_one_address_per_rail_subnet_in_node_order() -> None:
+def test_rails_get_one_address_per_leaf_subnet_with_the_leaf_as_gateway() -> None:
     inventory = inventory_of("roce-10k")
     gpus = inventory.groups["pool_gpu"]
+    first, island_1, last = (inventory.host_vars[gpus[i]] for i in (0, 128, 1249))
+    # network.addressing.compute 10.64.0.0/18 cut into 4 rails of /20, each into a /24 per
+    # leaf (one leaf per rail per island of 128); node i of a leaf is .10 + i, the leaf .1.
+    assert first["roce_nics"] == [
+        {
+            "netdev": f"rail{rail}",
+            "device": f"mlx5_{rail}",
+            "address": f"10.64.{16 * rail}.10/24",
+            "gateway": f"10.64.{16 * rail}.1",
+            "rail_network": f"10.64.{16 * rail}.0/20",
+        }
+        for rail in range(4)
+    ]
+    assert first["myriad_leaves"][0] == "is00-leaf001"
+    # Node 128 starts island 1: its leaf's subnet is the rail's second /24.
+    assert island_1["myriad_leaves"][0] == "is01-leaf001"
+    assert island_1["roce_nics"][0]["address"] == "10.64.1.10/24"
+    assert island_1["roce_nics"][0]["gateway"] == "10.64.1.1"
+    # Node 1250 (index 1249): island 9's 98th node, 10 + 97 = .107 of 10.64.(16 r + 9).0/24.
+    assert [nic["address"] for nic in last["roce_nics"]] == [
+        "10.64.9.107/24",
+        "10.64.25.107/24",
+        "10.64.41.107/24",
+        "10.64.57.107/24",
+    ]
+    assert last["roce_nics"][3]["gateway"] == "10.64.57.1"
+    addresses = [nic["address"] for host in gpus for nic in inventory.host_vars[host]["roce_nics"]]
+    assert len(addresses) == len(set(addresses)) == 4 * 1250
+
+
+def test_stretched_rails_get_one_subnet_per_rail_and_no_gateway() -> None:
+    document = yaml.safe_load((ROOT / "inventories/roce-10k/cluster.yaml").read_text())
+    document["network"]["addressing"]["rail_subnets"] = "stretched"
+    result = plan_loaded(load_spec_text(yaml.safe_dump(document)))
+    assert result.plan is not None
+    inventory = build_inventory(result.loaded.spec, result.loaded.catalog, result.plan)
+    gpus = inventory.groups["pool_gpu"]
     first, last = inventory.host_vars[gpus[0]], inventory.host_vars[gpus[-1]]
-    # network.addressing.compute 10.64.0.0/18 cut into 4 rails of /20; node i is .10 + i.
+    # 10.64.0.0/18 cut into 4 rails of /20; node i is .10 + i.
     assert first["roce_nics"] == [
         {"netdev": "rail0", "device": "mlx5_0", "address": "10.64.0.10/20"},
         {"netdev": "rail1", "device": "mlx5_1", "address": "10.64.16.10/20"},
@@ -52,8 +92,6 @@ def test_rails_get_one_address_per_rail_subnet_in_node_order() -> None:
     ]
     # Node 1250 (index 1249): 10 + 1249 = 1259 = 4 * 256 + 235.
     assert last["roce_nics"][0]["address"] == "10.64.4.235/20"
-    addresses = [nic["address"] for host in gpus for nic in inventory.host_vars[host]["roce_nics"]]
-    assert len(addresses) == len(set(addresses)) == 4 * 1250
 
 
 def test_nccl_names_the_management_interface_and_leaves_the_gid_to_nccl() -> None:

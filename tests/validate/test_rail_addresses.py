@@ -88,13 +88,14 @@ def stdout(text: str) -> dict[str, Any]:
 
 def test_each_node_expects_its_own_rail_addresses() -> None:
     _, expectation = _roce_10k_first_gpu()
-    # The second GPU node (index 1) is .11 on each /20 rail subnet of 10.64.0.0/18.
+    # The second GPU node (index 1) is .11 on its island's leaf subnet, a /24, of each rail's
+    # /20 of 10.64.0.0/18: the prefix is part of what the node must hold.
     assert expectation.applies
     assert expectation.expected == {
-        "rail0": "10.64.0.11/20",
-        "rail1": "10.64.16.11/20",
-        "rail2": "10.64.32.11/20",
-        "rail3": "10.64.48.11/20",
+        "rail0": "10.64.0.11/24",
+        "rail1": "10.64.16.11/24",
+        "rail2": "10.64.32.11/24",
+        "rail3": "10.64.48.11/24",
     }
 
 
@@ -105,13 +106,14 @@ def test_a_rail_without_its_address_fails_and_names_what_it_holds() -> None:
     outcome = ROCE_ADDRESS.evaluate(expected, facts(node, stdout(good)), NO_VIEW, node)
     assert outcome.status == "pass"
     bad = ip_addr(
-        {"rail0": [expected["rail0"]], "rail2": [], "rail3": ["10.64.48.99/20", "10.64.48.98/20"]}
+        {"rail0": [expected["rail0"]], "rail2": [], "rail3": ["10.64.48.11/20", "10.64.48.98/24"]}
     )
     outcome = ROCE_ADDRESS.evaluate(expected, facts(node, stdout(bad)), NO_VIEW, node)
     assert outcome.status == "fail"
     assert "rail1: no such interface" in outcome.actual
-    assert "rail2: no IPv4 address, not 10.64.32.11/20" in outcome.actual
-    assert "rail3: 10.64.48.99/20, 10.64.48.98/20, not 10.64.48.11/20" in outcome.actual
+    assert "rail2: no IPv4 address, not 10.64.32.11/24" in outcome.actual
+    # The right address with the stretched subnet's prefix is not the leaf's subnet.
+    assert "rail3: 10.64.48.11/20, 10.64.48.98/24, not 10.64.48.11/24" in outcome.actual
     # Not gathered (an older gatherer): unknown, never a pass.
     outcome = ROCE_ADDRESS.evaluate(expected, facts(node, None), NO_VIEW, node)
     assert outcome.status == "error"

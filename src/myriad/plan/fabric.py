@@ -551,6 +551,49 @@ def leaf_placement(fabric: Fabric, node_index: int, nic_index: int) -> LeafPlace
     )
 
 
+@dataclass(frozen=True, slots=True)
+class RailLeaves:
+    """How the leaves carry each rail (endpoint slot `j` of every node): `per_rail` leaves
+    hold rail j's ports, numbered from 0 across the islands, each at most `hosts` of them.
+
+    A routed (L3) RoCE fabric gives each of these leaves a subnet of the rail's own and makes
+    the leaf the hosts' gateway (plan/addresses.py). In a fat-tree a leaf carries several
+    rails' ports, and a subnet for each.
+    """
+
+    per_rail: int
+    hosts: int
+    fabric: Fabric
+
+    def place(self, node_index: int, rail: int) -> tuple[int, int]:
+        """(the rail's leaf, the node's slot on it) of compute node `node_index`'s port `rail`;
+        the same leaf as leaf_placement names."""
+        fabric = self.fabric
+        half = fabric.radix // 2
+        island, local = divmod(node_index, fabric.island_nodes)
+        if fabric.kind == "rail-optimized":
+            block, slot = divmod(local, half)
+            return island * math.ceil(fabric.island_nodes / half) + block, slot
+        leaf = (local * fabric.rails + rail) // half
+        # The island's first node with port `rail` on this leaf: ceil((leaf*half - rail)/rails).
+        first = -((rail - leaf * half) // fabric.rails)
+        return island * fabric.islands[0].leaves + leaf, local - first
+
+
+def rail_leaves(fabric: Fabric) -> RailLeaves | None:
+    """The leaves of each rail, or None where every rail is on one leaf (nothing to route)."""
+    if fabric.tiers == 1:
+        return None
+    half = fabric.radix // 2
+    if fabric.kind == "rail-optimized":
+        per_rail = sum(math.ceil(island.nodes / half) for island in fabric.islands)
+        hosts = min(half, fabric.island_nodes)
+    else:
+        per_rail = sum(island.leaves for island in fabric.islands)
+        hosts = min(math.ceil(half / fabric.rails), fabric.island_nodes)
+    return RailLeaves(per_rail, hosts, fabric) if per_rail > 1 else None
+
+
 def _endpoints_by_profile(spec: Cluster, fabric: Fabric, catalog: Catalog | None) -> dict[str, int]:
     profiles = dict.fromkeys(pool.profile for pool in spec.pools_with_role("compute"))
     if catalog is not None:

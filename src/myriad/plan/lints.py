@@ -17,7 +17,7 @@ from typing import Literal
 from myriad.errors import AddressError, Path, format_path
 from myriad.plan.addresses import FIRST_HOST_OFFSET, rail_addresses
 from myriad.plan.bandwidth import pcie_slot_gbs
-from myriad.plan.fabric import fabric_limits
+from myriad.plan.fabric import fabric_limits, rail_leaves
 from myriad.plan.model import Plan
 from myriad.plan.nodes import iter_nodes
 from myriad.spec.catalog_models import NicModel
@@ -441,22 +441,42 @@ def rail_addressing(loaded: LoadedSpec, plan: Plan) -> Iterator[Finding]:
             message=f"the {rails} RoCE rails of each compute node get no IPv4 address, and RoCEv2 "
             "has no GID (and NCCL no path) on a rail without one",
             suggestion="set network.addressing.compute (for example 10.64.0.0/16); Myriad cuts it "
-            "into one subnet per rail",
+            "into one network per rail, and that into one subnet per leaf",
             path=("network", "addressing"),
             numbers={"rails": rails, "nodes": nodes},
         )
         return
+    leaves = rail_leaves(plan.fabric) if plan.fabric is not None else None
+    stretched = spec.network.addressing.rail_subnets == "stretched"
     try:
-        rail_addresses(cidr, rails, nodes)
+        rail_addresses(cidr, rails, nodes, None if stretched else leaves)
     except AddressError as exc:
+        needs = (
+            f"{nodes} node addresses after the first {FIRST_HOST_OFFSET}"
+            if stretched or leaves is None
+            else f"a subnet for each of its {leaves.per_rail} leaves"
+        )
         yield Finding(
             id="rail-addresses",
             severity="error",
             message=str(exc),
-            suggestion=f"each of the {rails} rail subnets needs {nodes} node addresses after the "
-            f"first {FIRST_HOST_OFFSET}: use a larger network.addressing.compute",
+            suggestion=f"each of the {rails} rail networks needs {needs}: use a larger "
+            "network.addressing.compute",
             path=("network", "addressing", "compute"),
             numbers={"rails": rails, "nodes": nodes},
+        )
+    if stretched and leaves is not None:
+        yield Finding(
+            id="rail-subnets-stretched",
+            severity="warning",
+            message=f"each rail's subnet spans its {leaves.per_rail} leaves "
+            "(network.addressing.rail_subnets: stretched): a host ARPs for peers behind other "
+            "leaves, which answer only if the fabric carries the rail's L2 between leaves",
+            suggestion="configure the switches to stretch each rail's L2 over its leaves "
+            "(EVPN/VXLAN) or to answer ARP for the other leaves' hosts (proxy-ARP); or use "
+            "rail_subnets: per-leaf (the default), a subnet per leaf with the leaf as gateway",
+            path=("network", "addressing", "rail_subnets"),
+            numbers={"leaves_per_rail": leaves.per_rail, "rails": rails},
         )
 
 

@@ -17,8 +17,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from myriad.plan.addresses import host_addresses, rail_addresses
-from myriad.plan.fabric import leaf_placement
+from myriad.plan.addresses import RailRange, host_addresses, rail_addresses
+from myriad.plan.fabric import leaf_placement, rail_leaves
 from myriad.plan.machines import StackNode, StackStorage
 from myriad.plan.model import Plan
 from myriad.plan.nodes import NodeRecord, container_name, iter_nodes
@@ -89,7 +89,7 @@ def build_inventory(
 
     pool_vars_by_name = {pool.name: pool_vars(spec, catalog, pool) for pool in spec.pools}
     pool_hcas = {name: values.get("nccl_hcas", []) for name, values in pool_vars_by_name.items()}
-    rails = _rail_addresses(spec, nodes, pool_vars_by_name)
+    rails = _rail_addresses(spec, plan, nodes, pool_vars_by_name)
     groups: dict[str, list[str]] = {name: [] for name in ROLE_GROUPS}
     for pool in spec.pools:
         groups[f"pool_{pool.name}"] = []
@@ -113,8 +113,7 @@ def build_inventory(
             if rails and nics:
                 # The rail's IPv4 address gives its RDMA device a RoCEv2 GID.
                 variables["roce_nics"] = [
-                    {**nic, "address": rails[rail].with_prefix(compute_position)}
-                    for rail, nic in enumerate(nics)
+                    _rail_nic(nic, rails[rail], compute_position) for rail, nic in enumerate(nics)
                 ]
             compute_position += 1
             if spec.software.orchestrator == "kubernetes":
@@ -188,14 +187,32 @@ def _management_addresses(
 
 
 def _rail_addresses(
-    spec: Cluster, nodes: Sequence[NodeRecord], pool_vars: Mapping[str, Mapping[str, Any]]
-) -> list[Any]:
-    """One address range per RoCE rail (network.addressing.compute cut per rail), or none."""
+    spec: Cluster,
+    plan: Plan,
+    nodes: Sequence[NodeRecord],
+    pool_vars: Mapping[str, Mapping[str, Any]],
+) -> list[RailRange]:
+    """One address range per RoCE rail (network.addressing.compute cut per rail, and per leaf
+    where the rail spans several and the spec does not stretch it), or none."""
     cidr = spec.network.addressing.compute
     rails = max((len(v.get("roce_nics", [])) for v in pool_vars.values()), default=0)
     if cidr is None or rails == 0:
         return []
-    return rail_addresses(cidr, rails, sum(1 for n in nodes if n.island is not None))
+    leaves = None
+    if plan.fabric is not None and spec.network.addressing.rail_subnets == "per-leaf":
+        leaves = rail_leaves(plan.fabric)
+    return rail_addresses(cidr, rails, sum(1 for n in nodes if n.island is not None), leaves)
+
+
+def _rail_nic(nic: Mapping[str, Any], rail: RailRange, position: int) -> dict[str, Any]:
+    """A roce_nics entry with its address; behind a routed leaf, the leaf as its gateway to
+    the rail's other leaves (the rail's whole network)."""
+    entry = {**nic, "address": rail.with_prefix(position)}
+    gateway = rail.gateway(position)
+    if gateway is not None:
+        entry["gateway"] = gateway
+        entry["rail_network"] = rail.network
+    return entry
 
 
 def _optional_addresses(cidr: str | None, count: int, what: str) -> Any:

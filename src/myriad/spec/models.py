@@ -651,8 +651,17 @@ class Addressing(_Model):
     )
     compute: Cidr | None = Field(
         default=None,
-        description="IPv4 network cut into one subnet per rail for the compute NICs (RoCE "
-        "needs it: a GID comes from the address); unset: no rail addresses",
+        description="IPv4 network cut into one network per rail for the compute NICs (RoCE "
+        "needs it: a GID comes from the address), each cut per leaf as rail_subnets says; "
+        "unset: no rail addresses",
+    )
+    rail_subnets: Literal["per-leaf", "stretched"] = Field(
+        default="per-leaf",
+        description="RoCE rails whose nodes sit under more than one leaf: per-leaf (a subnet "
+        "per leaf and rail, the leaf routes it and is the hosts' gateway to the rail's other "
+        "leaves: L3 to the leaf, as Spectrum-X) or stretched (one subnet per rail over every "
+        "leaf: the switches must stretch L2, EVPN/VXLAN, or proxy-ARP); a rail on one leaf "
+        "keeps its whole network either way",
     )
 
 

@@ -125,9 +125,18 @@ _RULES = (
     Rule(
         "rail-addresses",
         "RoCEv2 needs an IPv4 address on every rail (its GID comes from it); each rail gets a "
-        "subnet cut from network.addressing.compute.",
-        "Set network.addressing.compute large enough for every rail's nodes.",
+        "network cut from network.addressing.compute, and each of the rail's leaves a subnet "
+        "of it (routed at the leaf, the leaf the hosts' gateway).",
+        "Set network.addressing.compute large enough for every rail's leaves and nodes.",
         acceptable=False,
+    ),
+    Rule(
+        "rail-subnets-stretched",
+        "A rail subnet stretched over several leaves (network.addressing.rail_subnets: "
+        "stretched) has hosts ARP for peers behind other leaves: that works only if the "
+        "switches carry the rail's L2 between leaves (EVPN/VXLAN) or answer ARP for them "
+        "(proxy-ARP). RoCE fabrics at scale route at the leaf instead.",
+        "Configure the switches for it and accept the rule, or use rail_subnets: per-leaf.",
     ),
     Rule(
         "storage-checkpoint",

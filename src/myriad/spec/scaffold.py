@@ -110,6 +110,20 @@ def _network(base: str, hosts: int) -> str:
     return str(ipaddress.ip_network(f"{base}/{prefix}", strict=False))
 
 
+def _compute_network(rails: int, nodes: int, leaf_ports: int) -> str:
+    """A network with room for every rail's addresses, as plan/addresses.py cuts it: one
+    island, so a rail spans ceil(nodes / (ports / 2)) leaves; with more than one, a subnet
+    per leaf for its ports / 2 nodes after the reserved 10 (rail_addresses)."""
+    half = leaf_ports // 2
+    leaves = math.ceil(nodes / half) if half else 1
+    if nodes * rails <= leaf_ports or leaves == 1:
+        prefix = 32 - math.ceil(math.log2(rails * (nodes + 12)))
+    else:
+        bits = (10 + half).bit_length() + (leaves - 1).bit_length() + (rails - 1).bit_length()
+        prefix = 32 - bits
+    return str(ipaddress.ip_network(f"10.64.0.0/{max(8, min(24, prefix))}", strict=False))
+
+
 def scaffold(choices: Choices, catalog: Catalog) -> str:
     if choices.nodes < 1:
         raise BadArguments(f"--nodes {choices.nodes}: a cluster needs at least one GPU node")
@@ -133,8 +147,7 @@ def scaffold(choices: Choices, catalog: Catalog) -> str:
     storage = _network("10.20.0.0", hosts)
     storage_server = ipaddress.ip_network(storage)[_STORAGE_SERVER_INDEX]
     rails = server.compute_nics.count
-    compute_prefix = max(8, min(24, 32 - math.ceil(math.log2(rails * (choices.nodes + 12)))))
-    compute = str(ipaddress.ip_network(f"10.64.0.0/{compute_prefix}", strict=False))
+    compute = _compute_network(rails, choices.nodes, catalog.switches[leaf].ports)
     cpu = server.cpu
     lines = [
         f"# {choices.name}: {choices.nodes} x {server_name} "
