@@ -148,3 +148,33 @@ def test_on_a_terminal_the_live_table_follows_the_events() -> None:
             progress.on_event(event)
     assert progress.hosts["node01"].changed == 1
     assert "common : packages" in drawn.getvalue()
+
+
+def test_the_site_play_finds_this_myriads_node_package_beside_the_inventory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The rdma role ships it ({{ inventory_dir }}/../myriad-node.pyz): written before the run.
+    import yaml
+
+    from myriad.node import artefact
+
+    monkeypatch.setenv(flow.STATE_ENV, str(tmp_path))
+    shipped: list[bytes] = []
+    fake = _fake_run([])
+
+    def run_playbook(playbook: Path, inventory: Path, run_dir: Path, **kwargs: Any) -> RunResult:
+        shipped.append((inventory.parent.parent / artefact.NAME).read_bytes())
+        result: RunResult = fake(playbook, inventory, run_dir, **kwargs)
+        return result
+
+    monkeypatch.setattr(flow, "run_playbook", run_playbook)
+    result = plan_loaded(load_example("local"))
+    state = flow.cluster_state("local")
+    state.root.joinpath(artefact.NAME).write_bytes(b"an older Myriad's node code")
+    inventory = flow.render_state(result, state)
+    flow.run_site(result, inventory, state, Console(file=io.StringIO()), Recorder())
+    assert shipped == [artefact.build()]
+    defaults = Path(__file__).resolve().parents[2] / "roles/rdma/defaults/main.yml"
+    default = yaml.safe_load(defaults.read_text(encoding="utf-8"))["rdma_node_artefact"]
+    assert default == "{{ inventory_dir }}/../" + artefact.NAME
+    assert state.node_artefact == state.inventory.parent / artefact.NAME

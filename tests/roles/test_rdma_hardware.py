@@ -1,6 +1,7 @@
 """The rdma role's hardware step, run by Ansible on this machine against a built DGX H100 tree.
 
-The role copies myriad.node.hardware to the node, checks the node against the profile's
+The role copies the node package (myriad-node.pyz, as `myriad bringup` writes it) to the
+node and runs its hardware command there: it checks the node against the profile's
 expectation (as `myriad render` writes it), records the map and writes the udev rule that
 pins RDMA names. Here "the node" is this machine with every path under a temporary folder
 and `rdma_sysfs` at the DGX H100 tree of tests/samples/sysfs-tree (NVIDIA's Table 6); what a
@@ -20,6 +21,7 @@ import pytest
 import yaml
 
 import hardware_trees as trees
+from myriad.node import artefact
 from myriad.node.hardware.tree import materialise
 from myriad.plan.ports import hardware_expectation
 
@@ -55,8 +57,9 @@ def run_role(
         materialise(tree or TREE.read_text(), str(sysfs))
     variables = {
         "rdma_hardware_expectation": expected,
-        "rdma_hardware_source_dir": str(ROOT / "src/myriad"),
-        "rdma_hardware_lib_dir": str(tmp_path / "lib"),
+        "rdma_node_artefact": str(artefact.write(tmp_path / "state" / artefact.NAME)),
+        "rdma_node_install_dir": str(tmp_path / "usr/local/lib/myriad"),
+        "__rdma_hardware_earlier_copy": str(tmp_path / "opt/myriad/lib/myriad"),
         "rdma_hardware_record_path": str(tmp_path / "etc/myriad/hardware.json"),
         "rdma_udev_rules_dir": str(tmp_path / "etc/udev/rules.d"),
         "rdma_sysfs": str(sysfs),
@@ -108,8 +111,15 @@ def run_role(
 
 
 def test_the_role_records_table_6_and_pins_the_names(tmp_path: Path) -> None:
+    # What an earlier release copied file by file: gone once the one artefact is in place.
+    earlier = tmp_path / "opt/myriad/lib/myriad/node/hardware"
+    earlier.mkdir(parents=True)
+    (earlier / "discover.py").write_text("# an earlier release's copy\n")
     result = run_role(tmp_path, expectation())
     assert result.returncode == 0, result.stdout[-3000:]
+    installed = tmp_path / "usr/local/lib/myriad" / artefact.NAME
+    assert installed.read_bytes() == artefact.build()
+    assert not (tmp_path / "opt/myriad/lib/myriad").exists()
     record = json.loads((tmp_path / "etc/myriad/hardware.json").read_text())
     assert [a["rdma_device"] for a in record["assignment"]["compute"]] == [
         "mlx5_0", "mlx5_3", "mlx5_4", "mlx5_5", "mlx5_6", "mlx5_9", "mlx5_10", "mlx5_11"
@@ -145,7 +155,7 @@ def test_nccl_writes_the_topology_discovery_found(tmp_path: Path) -> None:
     expected = expectation()
     nccl = {
         "nccl_topology_from_map": True,
-        "nccl_hardware_lib_dir": str(tmp_path / "lib"),
+        "nccl_node_install_dir": str(tmp_path / "usr/local/lib/myriad"),
         "nccl_hardware_expectation_file": str(tmp_path / "etc/myriad/hardware-expected.json"),
         "nccl_hardware_sysfs": str(tmp_path / "sys"),
         "nccl_conf_path": str(tmp_path / "etc/nccl.conf"),

@@ -3,9 +3,11 @@
 State lives in `$XDG_STATE_HOME/myriad/<cluster>/` (`~/.local/state/myriad/<cluster>/`
 when XDG_STATE_HOME is unset; `$MYRIAD_STATE_DIR/<cluster>/` overrides both), never under
 the current directory, so every checkout and shell sees one cluster's one state: the
-rendered inventory, one folder per run with Ansible's full event log, `status.json` with
-the last run's outcome (which `myriad status` shows and `--retry-failed` reads) and the
-cluster's run lock (`bringup/lock.py`).
+rendered inventory, beside it the node package the rdma role ships (`myriad-node.pyz`,
+written again before every site play, so the nodes run this Myriad's node code), one folder
+per run with Ansible's full event log, `status.json` with the last run's outcome (which
+`myriad status` shows and `--retry-failed` reads) and the cluster's run lock
+(`bringup/lock.py`).
 
 A run is recorded as started before Ansible starts, so a run that never finished (killed,
 the machine lost) shows as incomplete; an interrupted run is recorded as interrupted.
@@ -30,6 +32,7 @@ from myriad.bringup.image_records import read_manifests
 from myriad.bringup.reporting import Reporter
 from myriad.errors import FlowError, RunInterrupted, StateError
 from myriad.fsutil import atomic_write_text
+from myriad.node import artefact
 from myriad.plan.pipeline import PlanResult, plan_spec
 from myriad.provision.resolve import resolve_cluster
 from myriad.render.image_inventory import profiles_in_use
@@ -51,6 +54,12 @@ class ClusterState:
     @property
     def inventory(self) -> Path:
         return self.root / "inventory"
+
+    @property
+    def node_artefact(self) -> Path:
+        """The node package beside the inventory: the rdma role's `rdma_node_artefact`
+        (`{{ inventory_dir }}/../myriad-node.pyz`)."""
+        return self.root / artefact.NAME
 
     @property
     def status_file(self) -> Path:
@@ -164,6 +173,15 @@ def render_state(result: PlanResult, state: ClusterState) -> Inventory:
     return inventory
 
 
+def write_node_artefact(state: ClusterState) -> Path:
+    """The node package (myriad.node.artefact) where the site play's roles take it from,
+    before a run: the same tree gives the same bytes, so a node changes only with the code."""
+    try:
+        return artefact.write(state.node_artefact)
+    except OSError as exc:
+        raise StateError(_unwritable(state.root, exc)) from None
+
+
 def serial_for(result: PlanResult) -> int | str:
     """Compute nodes go island by island when there are several islands."""
     fabric = result.plan.fabric if result.plan is not None else None
@@ -200,6 +218,7 @@ def run_site(
         run_dir = new_run_dir(state.root, "check" if check else "bringup")
     except OSError as exc:
         raise StateError(_unwritable(state.root, exc)) from None
+    write_node_artefact(state)
     hosts = list(limit) if limit else list(inventory.hosts)
     if max_fail_percentage is None:
         max_fail_percentage = failure_budget(len(hosts))

@@ -59,8 +59,9 @@ def ansible_command(home: Path, seed: Path) -> list[str]:
         sys.executable, "-m", "ansible.cli.playbook",
         "-i", str(inventory / "hosts.yml"),
         str(home / "playbooks" / "site.yml"),
-        # The health role installs the node package this program runs from: the image's.
+        # The health and rdma roles install the node package this program runs from: the image's.
         "-e", f"health_node_artefact={home / ARTEFACT}",
+        "-e", f"rdma_node_artefact={home / ARTEFACT}",
     ]  # fmt: skip
     tables = inventory / "cluster_tables.yml"
     if tables.is_file():

@@ -509,6 +509,10 @@ class AnsibleSteps:
         return {
             "myriad_serial": "100%",
             "myriad_max_fail_percentage": 100,
+            # A roll drains, converges, validates and resumes a node itself; a reboot would
+            # race its validation and Slurm's nextstate=RESUME its resume. The node says it
+            # waits, and `myriad bringup` (bringup.reboot) hands it to Slurm.
+            "myriad_reboot": "never",
             **self.options.variables,
             **(extra or {}),
         }
@@ -653,13 +657,15 @@ def _islands(cluster: ResolvedCluster) -> dict[str, int | None]:
 def prepare(
     spec_path: Path, stack: str | None, stack_outputs: Path | None
 ) -> tuple[ResolvedCluster, Path, list[str], list[str]]:
-    from myriad.bringup.flow import cluster_state
+    from myriad.bringup.flow import cluster_state, write_node_artefact
 
     cluster = resolve_cluster(spec_path, stack=stack, stack_outputs=stack_outputs)
     if cluster.spec.software.orchestrator != "slurm":
         raise OpsInputError(f"{spec_path}: `myriad roll` drives Slurm clusters")
     state = cluster_state(cluster.spec.metadata.name)
     write_inventory(cluster.inventory, state.inventory)
+    # The site play converges replaced nodes: the rdma role ships this Myriad's node package.
+    write_node_artefact(state)
     compute = compute_nodes(cluster.inventory)
     controllers = [
         *cluster.inventory.groups.get("controller", ()),
