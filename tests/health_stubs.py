@@ -64,6 +64,58 @@ def nvidia_smi_script(xml_file: str, nvlink_file: str | None = None) -> str:
     )
 
 
+# The twin's stand-in NVIDIA driver (src/myriad/render/role_vars.py TWIN_GPU_DRIVER_DIR):
+# where it lists its GPUs, as the real one does in /proc/driver/nvidia/gpus.
+TWIN_DRIVER_DIR = "/run/myriad-twin/nvidia/gpus"
+# While this file exists the stand-in driver's module "loads"; without it, it fails to, as a
+# module does while DKMS has not built it or Secure Boot refuses it.
+TWIN_MODULE_FILE = "/etc/myriad-twin/nvidia.ko"
+# nvidia-uvm's major is dynamic on a real node; any free one does for a stand-in.
+UVM_MAJOR = 235
+
+
+def twin_driver_unit(count: int) -> str:
+    """A stand-in `nvidia-persistenced.service`: the driver, loaded at boot, lists its GPUs.
+
+    It is the unit slurmd's GPU drop-in starts after and wants: it lists `count` GPUs under
+    /run (which a container restart empties, as a reboot empties /proc/driver/nvidia) when
+    the module loads, and fails, as nvidia-persistenced does without the driver, when not.
+    """
+    buses = " ".join(f"0000:{0x18 + index:02x}:00.0" for index in range(count))
+    load = (
+        f"test -e {TWIN_MODULE_FILE} || {{ echo 'stand-in: the nvidia module did not load' >&2; "
+        f"exit 1; }}; for bus in {buses}; do mkdir -p {TWIN_DRIVER_DIR}/$$bus; done"
+    )
+    return (
+        "# Test stub (tests/health_stubs.py): the twin's stand-in NVIDIA driver.\n"
+        "[Unit]\nDescription=Stand-in NVIDIA driver of the local twin\n\n"
+        "[Service]\nType=oneshot\nRemainAfterExit=yes\n"
+        f'ExecStart=/bin/sh -c "{load}"\n'
+        f"ExecStop=/bin/rm -rf {TWIN_DRIVER_DIR}\n\n"
+        "[Install]\nWantedBy=multi-user.target\n"
+    )
+
+
+def nvidia_modprobe_script() -> str:
+    """A stub `nvidia-modprobe`: the device nodes the real one makes, once the driver is there.
+
+    `-c N` makes /dev/nvidiaN (major 195, NVIDIA's) and /dev/nvidiactl; `-u` /dev/nvidia-uvm.
+    Without the stand-in driver it fails, as the real one does when the module cannot load.
+    """
+    return (
+        "#!/bin/sh\n# Test stub (tests/health_stubs.py): the twin's nvidia-modprobe.\n"
+        "set -eu\n"
+        f'[ -d {TWIN_DRIVER_DIR} ] || {{ echo "stub nvidia-modprobe: no driver" >&2; exit 1; }}\n'
+        "uvm=0 minor=0\n"
+        'while [ $# -gt 0 ]; do\n  case "$1" in -u) uvm=1 ;; -c) minor="$2"; shift ;; esac\n'
+        "  shift\ndone\n"
+        "[ -e /dev/nvidiactl ] || mknod /dev/nvidiactl c 195 255\n"
+        'if [ "$uvm" = 1 ]; then\n'
+        f"  [ -e /dev/nvidia-uvm ] || mknod /dev/nvidia-uvm c {UVM_MAJOR} 0\n  exit 0\nfi\n"
+        '[ -e "/dev/nvidia$minor" ] || mknod "/dev/nvidia$minor" c 195 "$minor"\n'
+    )
+
+
 def infiniband_tree(root: Path, devices: list[str], link_downed: int = 0) -> Path:
     """/sys/class/infiniband under `root`: each device a copy of the capture's mlx4_0 with
     port 1 only, link_downed set as asked."""

@@ -7,15 +7,20 @@ Said plainly: these containers have no GPUs and no HCAs. The spec is a test-only
 InfiniBand, so the nodes' documents expect eight GPUs and two HCAs. Before bring-up the test
 installs on each compute node a stub `nvidia-smi` that prints an 8-GPU `nvidia-smi -q -x`
 built from real captures, a fake /sys/class/infiniband tree built from node_exporter's real
-sysfs fixture (under /var/lib/myriad-health-test/infiniband), eight character devices
-/dev/nvidia0-7 for slurmd's gres.conf, and a kernel log file that stands for /dev/kmsg (the
-host's, shared by every container). After bring-up it points each node's document at the
-tree and the file (the policy's `infiniband` and `kernel_log`). Bring-up runs only the roles
-this needs: common, health, slurm.
+sysfs fixture (under /var/lib/myriad-health-test/infiniband), a stand-in NVIDIA driver (a
+unit named nvidia-persistenced.service that lists eight GPUs under /run, and an
+nvidia-modprobe that makes their device nodes, char 195, for slurmd's gres.conf), and a
+kernel log file that stands for /dev/kmsg (the host's, shared by every container). After
+bring-up it points each node's document at the tree and the file (the policy's `infiniband`
+and `kernel_log`). Bring-up runs only the roles this needs: common, health, slurm.
 
 Faults are injected where they come from (a line in the kernel log, a counter file, the stub's
 output) and slurmd's own HealthCheckInterval (10 s) runs the checks; the test only watches
-`scontrol show node`. One cluster for the module; `down` at the end, even on failure.
+`scontrol show node`. Last, reboots (the containers restart when a node reboots, as a
+server does): node02 is power-cycled with its driver not loading at that boot, and slurmd
+refuses to start there until the driver is up; then bring-up's reboot play reboots node02 at
+once and hands node01, which runs a job, to Slurm, which reboots it when the job ends and
+resumes it. One cluster for the module; `down` at the end, even on failure.
 """
 
 from __future__ import annotations
@@ -33,8 +38,17 @@ from typing import Any
 import pytest
 import yaml
 
-from health_stubs import gpu_xml, h100_spec, infiniband_tree, nvidia_smi_script
+from health_stubs import (
+    TWIN_MODULE_FILE,
+    gpu_xml,
+    h100_spec,
+    infiniband_tree,
+    nvidia_modprobe_script,
+    nvidia_smi_script,
+    twin_driver_unit,
+)
 from myriad.node.parsers import parse_scontrol_nodes
+from myriad.node.parsers.slurm import SlurmNode
 from myriad.plan.nodes import container_name
 from myriad.provision import local
 from myriad.spec import load_spec
@@ -84,9 +98,13 @@ class Cluster:
     def write(self, node: str, path: str, text: str) -> None:
         self.run(node, "sh", "-c", f"cat > {path}.new && mv {path}.new {path}", stdin=text)
 
+    def record(self, node: str) -> SlurmNode:
+        (record,) = parse_scontrol_nodes(self.run("ctl01", "scontrol", "show", "node", node, "-o"))
+        return record
+
     def slurm(self, node: str) -> tuple[bool, str]:
         """(drained, reason without its [user@time]) as the controller sees the node."""
-        (record,) = parse_scontrol_nodes(self.run("ctl01", "scontrol", "show", "node", node, "-o"))
+        record = self.record(node)
         reason = record.reason or ""
         if reason.endswith("]") and " [" in reason:
             reason = reason[: reason.rindex(" [")]
@@ -128,15 +146,16 @@ def install_stubs(cluster: Cluster, node: str, work: Path) -> None:
         ["docker", "cp", str(tree), f"{cluster.container(node)}:{TEST_DIR}/"],
         capture_output=True, timeout=60, check=True,
     )  # fmt: skip
-    # slurm.conf gives the node Gres=gpu:h100:8 with gres.conf File=/dev/nvidia[0-7]: slurmd
-    # needs the files to exist (major 195 is NVIDIA's).
-    for index in range(8):
-        cluster.run(
-            node,
-            "sh",
-            "-c",
-            f"test -e /dev/nvidia{index} || mknod /dev/nvidia{index} c 195 {index}",
-        )
+    # slurm.conf gives the node Gres=gpu:h100:8 with gres.conf File=/dev/nvidia[0-7]: slurmd's
+    # pre-start makes the device nodes with nvidia-modprobe once the driver lists the GPUs.
+    # The twin's driver is a unit of the name slurmd's drop-in waits for; it starts at boot.
+    cluster.write(node, "/etc/systemd/system/nvidia-persistenced.service", twin_driver_unit(8))
+    cluster.run(node, "mkdir", "-p", os.path.dirname(TWIN_MODULE_FILE))
+    cluster.run(node, "touch", TWIN_MODULE_FILE)
+    cluster.write(node, "/usr/local/bin/nvidia-modprobe", nvidia_modprobe_script())
+    cluster.run(node, "chmod", "755", "/usr/local/bin/nvidia-modprobe")
+    cluster.run(node, "systemctl", "daemon-reload")
+    cluster.run(node, "systemctl", "enable", "--now", "nvidia-persistenced.service")
 
 
 def use_test_sources(cluster: Cluster, node: str) -> None:
@@ -275,3 +294,106 @@ def test_node_health_drains_resumes_and_leaves_an_administrators_drain(cluster: 
     assert "myriad_health_node_drained 0" in metrics
     # Still the administrator's.
     assert cluster.slurm("node01") == (True, "admin: fan swap")
+
+
+def _slurmd_back(cluster: Cluster, node: str, started_before: str) -> bool:
+    record = cluster.record(node)
+    return (
+        record.state == "IDLE"
+        and not record.drained
+        and not record.not_responding
+        and record.fields.get("SlurmdStartTime", started_before) != started_before
+    )
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_reboots_wait_for_the_gpu_driver_and_keep_the_running_job(cluster: Cluster) -> None:
+    # Every node is to come back IDLE: the first test's administrator's drain ends here.
+    if cluster.record("node01").drained:
+        cluster.run("ctl01", "scontrol", "update", "NodeName=node01", "State=RESUME")
+    journal = ["journalctl", "-u", "slurmd", "-b", "--no-pager", "-o", "cat"]
+
+    # node02 is power-cycled from outside (its BMC), and its driver's module does not load
+    # at that boot (as while DKMS builds, or Secure Boot refuses it). A restart empties /dev
+    # and /run, as a reboot empties /dev and /proc/driver/nvidia.
+    before = cluster.record("node02").fields["SlurmdStartTime"]
+    cluster.run("node02", "rm", TWIN_MODULE_FILE)
+    subprocess.run(
+        ["docker", "restart", "--time", "20", cluster.container("node02")],
+        capture_output=True, timeout=120, check=True,
+    )  # fmt: skip
+    # slurmd refuses to start without the driver, and keeps retrying.
+    cluster.wait(
+        "node02's slurmd refused for want of the driver",
+        lambda: "the NVIDIA driver is not loaded" in cluster.run("node02", *journal),
+        60,
+    )
+    active = cluster.run("node02", "sh", "-c", "systemctl is-active slurmd || true").strip()
+    assert active != "active"
+    assert cluster.run("node02", "sh", "-c", "test -e /dev/nvidia0 || echo none") == "none\n"
+    assert not _slurmd_back(cluster, "node02", before)
+    # The driver loads: within a RestartSec (15 s) slurmd starts and node02 is back.
+    cluster.run("node02", "touch", TWIN_MODULE_FILE)
+    cluster.run("node02", "systemctl", "restart", "nvidia-persistenced.service")
+    recovered = cluster.wait(
+        "node02 back IDLE once its driver loaded",
+        lambda: _slurmd_back(cluster, "node02", before),
+        15 + 60,
+    )
+    restarts = cluster.run("node02", "systemctl", "show", "slurmd", "-p", "NRestarts", "--value")
+    assert int(restarts) >= 1
+    # nvidia-modprobe made the device nodes gres.conf names (195:0; stat prints hex).
+    assert cluster.run("node02", "stat", "-c", "%F %t:%T", "/dev/nvidia0").strip() == (
+        "character special file c3:0"
+    )
+
+    # Bring-up's reboot play (bringup.reboot: when-needed). Both nodes wait for a reboot, as
+    # after a new driver module: node01 runs a job, so Slurm reboots it when the job ends
+    # (scontrol reboot ASAP nextstate=RESUME); node02's slurmd is stopped, as the slurm role
+    # leaves it on a node whose reboot is pending, so bring-up reboots it at once.
+    started = {n: cluster.record(n).fields["SlurmdStartTime"] for n in ("node01", "node02")}
+    job = cluster.run(
+        "ctl01", "sbatch", "--parsable", "-w", "node01", "-o", "/dev/null", "--wrap", "sleep 45"
+    ).strip()
+    cluster.wait(
+        "the job running on node01",
+        lambda: "JobState=RUNNING" in cluster.run("ctl01", "scontrol", "show", "job", job),
+        30,
+    )
+    cluster.run("node02", "systemctl", "stop", "slurmd")
+    for node in ("node01", "node02"):
+        cluster.run(node, "touch", "/run/reboot-required")
+    rebooted = myriad("bringup", str(cluster.spec), "--tags", "reboot", state=cluster.state)
+    assert rebooted.returncode == 0, rebooted.stdout[-6000:] + rebooted.stderr[-3000:]
+    # Slurm holds node01's reboot while its job runs (ASAP also drains it meanwhile).
+    assert "JobState=RUNNING" in cluster.run("ctl01", "scontrol", "show", "job", job)
+    assert "REBOOT_REQUESTED" in cluster.record("node01").fields["State"]
+    # node02 came back before bring-up went on: the flag is gone, slurmd up after the driver.
+    assert cluster.run("node02", "sh", "-c", "test -e /run/reboot-required || echo gone") == (
+        "gone\n"
+    )
+    cluster.wait(
+        "node02 rebooted by bring-up and IDLE",
+        lambda: _slurmd_back(cluster, "node02", started["node02"]),
+        60,
+    )
+    # node01: the job ran to its end, then Slurm rebooted the node and resumed it.
+    took = cluster.wait(
+        "node01 rebooted by Slurm and resumed",
+        lambda: _slurmd_back(cluster, "node01", started["node01"]),
+        45 + 120,
+    )
+    shown = cluster.run("ctl01", "scontrol", "show", "job", job)
+    assert "JobState=COMPLETED" in shown, shown
+    assert cluster.run("node01", "sh", "-c", "test -e /run/reboot-required || echo gone") == (
+        "gone\n"
+    )
+    assert sorted(cluster.run("ctl01", "timeout", "60", "srun", "-N2", "hostname").split()) == [
+        "node01",
+        "node02",
+    ]
+    print(
+        f"node02 back {recovered:.0f} s after its driver loaded; node01 rebooted by Slurm "
+        f"and resumed {took:.0f} s after bring-up"
+    )

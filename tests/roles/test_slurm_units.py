@@ -35,6 +35,12 @@ pytestmark = pytest.mark.skipif(
 # (role, template, where the role installs it, the unit a drop-in extends or None)
 UNITS = [
     ("slurm", "slurmd-gpus.conf.j2", "slurmd.service.d/50-myriad-gpus.conf", "slurmd.service"),
+    (
+        "slurm",
+        "slurmd-options.conf.j2",
+        "slurmd.service.d/40-myriad-options.conf",
+        "slurmd.service",
+    ),
     ("container_runtime", "nvidia-cdi-generate.service.j2", "myriad-nvidia-cdi.service", None),
     ("nvidia_driver", "myriad-pcie-acs-off.service.j2", "myriad-pcie-acs-off.service", None),
     (
@@ -60,6 +66,7 @@ GPU_NODE_VARS: dict[str, Any] = {
         }
     ],
     "slurm_slurmd_gpu_units": ["nvidia-persistenced.service", "nvidia-fabricmanager.service"],
+    "slurm_slurmd_options": "-b",
 }
 
 
@@ -199,6 +206,8 @@ def test_slurmd_waits_for_the_gpu_driver(rendered: Path) -> None:
     assert "Restart=on-failure" in lines
     assert "RestartSec=15" in lines
     assert "StartLimitIntervalSec=0" in lines
+    # The pre-start reads the driver's own list of GPUs on a real node.
+    assert "Environment=MYRIAD_NVIDIA_GPUS_DIR=/proc/driver/nvidia/gpus" in lines
     # The node's gres count (8) is what the pre-start checks for.
     assert any(line.startswith("ExecStartPre=") and line.endswith(" 8") for line in lines), lines
 
@@ -257,12 +266,17 @@ def test_the_pre_start_refuses_without_the_driver(rendered: Path, tmp_path: Path
     assert "the NVIDIA driver is not loaded" in result.stderr
 
 
-def test_the_twins_stub_gpus_skip_the_driver_check_and_real_nodes_keep_it() -> None:
-    # The local twin's GPUs have no driver (/proc/driver/nvidia): with the pre-start there,
-    # slurmd would never start on them. Real GPU nodes keep it.
+def test_the_twins_stub_gpus_are_checked_against_its_stand_in_driver() -> None:
+    # The local twin's GPUs have no driver in /proc/driver/nvidia; its stand-in driver
+    # (tests/health_stubs.py) lists them under /run, and the pre-start reads that. Real GPU
+    # nodes read the driver's own directory.
     local = load_spec_text(yaml.safe_dump(h100_spec("twin", "172.31.99.0/24")), "twin.yaml")
     twin_pool = next(p for p in local.spec.pools if p.role == "compute")
-    assert pool_vars(local.spec, local.catalog, twin_pool)["slurm_slurmd_gpu_check"] is False
+    twin = pool_vars(local.spec, local.catalog, twin_pool)
+    assert twin["slurm_slurmd_gpu_driver_dir"] == "/run/myriad-twin/nvidia/gpus"
+    assert "slurm_slurmd_gpu_check" not in twin
     starter = load_spec(ROOT / "inventories" / "starter-64" / "cluster.yaml")
     pool = next(p for p in starter.spec.pools if p.role == "compute")
-    assert "slurm_slurmd_gpu_check" not in pool_vars(starter.spec, starter.catalog, pool)
+    real = pool_vars(starter.spec, starter.catalog, pool)
+    assert "slurm_slurmd_gpu_check" not in real
+    assert "slurm_slurmd_gpu_driver_dir" not in real

@@ -202,6 +202,10 @@ def _run_arguments(spec: Cluster, node: LocalNode, image_id: str) -> list[str]:
         "--hostname", node.name,
         "--network", network_name(spec),
         "--ip", node.address,
+        # A reboot inside the node (Slurm's RebootProgram, Ansible's reboot) ends its systemd
+        # with status 0, and Docker starts it again as a server's firmware boots it; a node
+        # stopped or killed from outside (powered off) stays down.
+        "--restart", "unless-stopped",
         *SYSTEMD_RUN_OPTIONS,
         image_id, "/lib/systemd/systemd",
     ]  # fmt: skip

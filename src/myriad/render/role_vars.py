@@ -26,6 +26,8 @@ SLURM_MEMORY_SHARE = 0.95
 # Fabrics of three tiers route between islands over many equal-cost paths; more QPs per
 # connection give the switches' hashing more flows to spread (REFERENCE.md, NCCL).
 LARGE_FABRIC_QPS_PER_CONNECTION = 4
+# Where the local twin's stand-in NVIDIA driver lists its stub GPUs (a directory per GPU).
+TWIN_GPU_DRIVER_DIR = "/run/myriad-twin/nvidia/gpus"
 
 
 def gpu_gres_type(model: str) -> str:
@@ -59,8 +61,24 @@ def cluster_vars(
     else:
         variables.update(_kubernetes_vars(spec))
     variables.update(_health_vars(spec))
+    variables.update(_reboot_vars(spec))
     if spec.provider.kind == "local":
         variables.update(CONTAINER_NODE_VARS)
+    return variables
+
+
+def _reboot_vars(spec: Cluster) -> dict[str, Any]:
+    """site.yml's reboot play: the spec's policy, batch and patience (spec/bringup.py)."""
+    bringup = spec.bringup
+    variables: dict[str, Any] = {
+        "myriad_reboot": bringup.reboot,
+        "myriad_reboot_batch": bringup.reboot_batch,
+        "myriad_reboot_timeout_s": bringup.reboot_timeout_s,
+    }
+    if spec.provider.kind == "local":
+        # A container shares the host's boot_id, which Ansible's reboot waits to see change;
+        # the start time of its PID 1 (field 22 of /proc/1/stat) changes at every boot.
+        variables["myriad_reboot_boot_time_command"] = "cut -d ' ' -f 22 /proc/1/stat"
     return variables
 
 
@@ -117,6 +135,12 @@ CONTAINER_NODE_VARS: dict[str, Any] = {
     "kubernetes_apt_repository_enabled": False,
     "kubernetes_packages_install": False,
     "kubernetes_cluster_bootstrap": False,
+    # slurmctld judges a reboot by the boot time slurmd reports (now minus sysinfo's uptime,
+    # slurmctld/node_mgr.c), which in a container is the host's: a rebooted node never looks
+    # rebooted, and `scontrol reboot` ends in "reboot timed out". `-b` (slurmd(8), "report
+    # node rebooted when daemon restarted") counts from slurmd's start; ReturnToService=2
+    # keeps a plain slurmd restart from marking the node down.
+    "slurm_slurmd_options": "-b",
 }
 
 
@@ -367,10 +391,10 @@ def pool_vars(spec: Cluster, catalog: Catalog, pool: Pool) -> dict[str, Any]:
             )
             if spec.provider.kind == "local":
                 # The twin's GPUs are stubs: no driver lists them in /proc/driver/nvidia,
-                # which a container cannot fake (Docker refuses mounts under /proc). The
-                # pre-start itself runs against a stand-in driver tree in
-                # tests/roles/test_slurm_units.py.
-                variables["slurm_slurmd_gpu_check"] = False
+                # which a container cannot fake (Docker refuses mounts under /proc). Its
+                # stand-in driver lists them under /run, which a restart empties as a
+                # reboot empties the real one's, so slurmd waits for it the same way.
+                variables["slurm_slurmd_gpu_driver_dir"] = TWIN_GPU_DRIVER_DIR
     compute = ports(profile, catalog, "compute", fabric)
     if not compute or fabric in ("ethernet", "efa"):
         # Enroot's Mellanox hook fails container starts on nodes that have no HCA.

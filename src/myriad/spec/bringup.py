@@ -8,6 +8,13 @@ each node runs the site play against itself from a seed of its own variables; th
 machine only hands out seeds and collects each node's result. Unset, the node count decides
 (`resolved_mode`).
 
+A layer whose change takes effect only after a reboot (the driver's new module, IOMMU, DOCA's
+modules, a firmware link type) does not reboot the node itself: it writes /run/reboot-required
+and slurmd stays stopped there. `reboot` says what bring-up does then: `when-needed` reboots
+such compute nodes after the driver layer, `reboot_batch` at a time, and hands a node already
+serving Slurm jobs to Slurm (`scontrol reboot ASAP nextstate=RESUME`), which reboots it when its
+jobs end and resumes it when it registers again; `never` leaves every reboot to the operator.
+
 A frozen node (a paused container, a hung mount, a wedged SSH daemon) must not hold every
 other node for the whole run: a task that takes longer than `task_timeout_s` fails on that
 node, a connection that takes longer than `connect_timeout_s` makes it unreachable, the other
@@ -26,7 +33,14 @@ from pydantic import BaseModel, ConfigDict, Field
 DEFAULT_TASK_TIMEOUT_S = 1200
 DEFAULT_CONNECT_TIMEOUT_S = 30
 
+# A GPU server's firmware alone takes minutes to boot (memory training, option ROMs).
+DEFAULT_REBOOT_TIMEOUT_S = 1800
+# Enough to keep a fleet's reboots short, few enough that a bad kernel or driver stops a
+# batch, not the cluster (max_fail_percentage ends the run there).
+DEFAULT_REBOOT_BATCH = 16
+
 BringupMode = Literal["push", "image"]
+RebootPolicy = Literal["when-needed", "never"]
 # From this many nodes on, a spec without `mode` is brought up from images (see
 # benchmarks/bringup.py and the README's bring-up section for the measurements behind it).
 IMAGE_MODE_MIN_NODES = 64
@@ -54,6 +68,25 @@ class Bringup(BaseModel):
         le=3_600,
         description="Seconds to wait for a connection to a node before it is unreachable "
         "(Ansible's TIMEOUT)",
+    )
+    reboot: RebootPolicy = Field(
+        default="when-needed",
+        description="when-needed: compute nodes a layer left waiting for a reboot reboot during "
+        "bring-up, a batch at a time; one serving Slurm jobs reboots through Slurm when its "
+        "jobs end (scontrol reboot ASAP nextstate=RESUME). never: they wait for the operator, "
+        "slurmd stopped",
+    )
+    reboot_batch: int = Field(
+        default=DEFAULT_REBOOT_BATCH,
+        ge=1,
+        le=100_000,
+        description="At most this many compute nodes reboot at once during bring-up",
+    )
+    reboot_timeout_s: int = Field(
+        default=DEFAULT_REBOOT_TIMEOUT_S,
+        ge=60,
+        le=7_200,
+        description="Seconds a rebooting node has to answer again before bring-up fails it",
     )
 
 

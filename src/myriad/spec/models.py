@@ -1094,7 +1094,9 @@ class Cluster(_Model):
         default_factory=Monitoring,
         description="Prometheus, Alertmanager, exporters and alert rules from the spec and plan",
     )
-    bringup: Bringup = Field(Bringup(), description="How long bring-up waits for a node (timeouts)")
+    bringup: Bringup = Field(
+        Bringup(), description="How nodes are brought up: push or image, timeouts, reboots"
+    )
     health: Health | None = Field(
         default=None, description="Node health on every node (myriad-health); absent: off"
     )
