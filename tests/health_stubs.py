@@ -15,6 +15,10 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+# Where the twin's stand-in driver lists its GPUs, as the real one does in
+# /proc/driver/nvidia/gpus: the directory render points slurmd's pre-start at.
+from myriad.render.role_vars import TWIN_GPU_DRIVER_DIR
+
 SAMPLES = Path(__file__).resolve().parent / "samples"
 A100_XML = SAMPLES / "nvidia-smi-q-x" / "a100-sxm4-80gb-x4-mig_v12_drv535.54.03.xml"
 H100_TEXT = SAMPLES / "nvidia-smi-q-text" / "h100-80gb-hbm3-x8_drv535.161.08_nvidia-smi-q.txt"
@@ -64,9 +68,6 @@ def nvidia_smi_script(xml_file: str, nvlink_file: str | None = None) -> str:
     )
 
 
-# The twin's stand-in NVIDIA driver (src/myriad/render/role_vars.py TWIN_GPU_DRIVER_DIR):
-# where it lists its GPUs, as the real one does in /proc/driver/nvidia/gpus.
-TWIN_DRIVER_DIR = "/run/myriad-twin/nvidia/gpus"
 # While this file exists the stand-in driver's module "loads"; without it, it fails to, as a
 # module does while DKMS has not built it or Secure Boot refuses it.
 TWIN_MODULE_FILE = "/etc/myriad-twin/nvidia.ko"
@@ -84,14 +85,14 @@ def twin_driver_unit(count: int) -> str:
     buses = " ".join(f"0000:{0x18 + index:02x}:00.0" for index in range(count))
     load = (
         f"test -e {TWIN_MODULE_FILE} || {{ echo 'stand-in: the nvidia module did not load' >&2; "
-        f"exit 1; }}; for bus in {buses}; do mkdir -p {TWIN_DRIVER_DIR}/$$bus; done"
+        f"exit 1; }}; for bus in {buses}; do mkdir -p {TWIN_GPU_DRIVER_DIR}/$$bus; done"
     )
     return (
         "# Test stub (tests/health_stubs.py): the twin's stand-in NVIDIA driver.\n"
         "[Unit]\nDescription=Stand-in NVIDIA driver of the local twin\n\n"
         "[Service]\nType=oneshot\nRemainAfterExit=yes\n"
         f'ExecStart=/bin/sh -c "{load}"\n'
-        f"ExecStop=/bin/rm -rf {TWIN_DRIVER_DIR}\n\n"
+        f"ExecStop=/bin/rm -rf {TWIN_GPU_DRIVER_DIR}\n\n"
         "[Install]\nWantedBy=multi-user.target\n"
     )
 
@@ -105,7 +106,8 @@ def nvidia_modprobe_script() -> str:
     return (
         "#!/bin/sh\n# Test stub (tests/health_stubs.py): the twin's nvidia-modprobe.\n"
         "set -eu\n"
-        f'[ -d {TWIN_DRIVER_DIR} ] || {{ echo "stub nvidia-modprobe: no driver" >&2; exit 1; }}\n'
+        f'[ -d {TWIN_GPU_DRIVER_DIR} ] || {{ echo "stub nvidia-modprobe: no driver" >&2; '
+        "exit 1; }\n"
         "uvm=0 minor=0\n"
         'while [ $# -gt 0 ]; do\n  case "$1" in -u) uvm=1 ;; -c) minor="$2"; shift ;; esac\n'
         "  shift\ndone\n"
