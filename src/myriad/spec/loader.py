@@ -128,6 +128,9 @@ _PATTERN_HINTS = {
     r"^([0-9a-f]{2}:){5}[0-9a-f]{2}$": "a MAC address in lowercase, such as 0c:42:a1:00:00:01",
     r"^0x[0-9a-fA-F]{1,4}$": "a partition key such as 0x7fff",
     r"^/\S*$": "an absolute path without spaces, such as /data",
+    r"^\d+\.\d+(\.\d+)?-[0-9A-Za-z][0-9A-Za-z.+~-]*$": (
+        "a kernel release as `uname -r` prints it, such as 6.8.0-51-generic"
+    ),
 }
 
 

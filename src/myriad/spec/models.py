@@ -48,6 +48,9 @@ def _ipv4_network(value: str) -> str:
 
 Cidr = Annotated[str, AfterValidator(_ipv4_network)]
 Version = Annotated[str, Field(pattern=r"^\d+(\.\d+){0,3}$")]
+# A Debian/Ubuntu kernel release as `uname -r` prints it and its packages are named
+# (linux-image-<release>): 6.8.0-51-generic, 6.1.0-27-amd64, 5.15.0-1063-nvidia.
+KernelRelease = Annotated[str, Field(pattern=r"^\d+\.\d+(\.\d+)?-[0-9A-Za-z][0-9A-Za-z.+~-]*$")]
 # A name or IPv4 address and a port, as kubeadm's controlPlaneEndpoint takes it.
 HostPort = Annotated[str, Field(pattern=r"^[^:/\s]+:[0-9]{1,5}$")]
 
@@ -940,6 +943,13 @@ class Software(_Model):
         default=None,
         description='DOCA release whose repository is configured ("2.9.1"); needed with ofed '
         "doca, and on RoCE for mlnx-tools",
+    )
+    kernel: KernelRelease | None = Field(
+        default=None,
+        description="Kernel release every node boots (`uname -r`, e.g. 6.8.0-51-generic): "
+        "its image and headers are installed and held, DKMS must have built every module for "
+        "it, and a node on another one reboots into it (bringup.reboot; `myriad roll` drains "
+        "first). Absent: the installed kernel is held as found",
     )
     container_runtime: Literal["docker", "containerd"] = Field(
         default="docker",
