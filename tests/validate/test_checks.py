@@ -21,7 +21,7 @@ from myriad.render.inventory import Inventory, build_inventory
 from myriad.spec import load_spec_text
 from myriad.validate.expectations import expect, load_role_defaults
 
-from spec_builder import cluster, gpu_profile, load_example
+from spec_builder import ROOT, cluster, gpu_profile, load_example
 
 NVIDIA_XML = "nvidia-smi-q-x/a100-sxm4-80gb-x4-mig_v12_drv535.54.03.xml"
 NVLINK = "nvidia-smi-nvlink/a100-sxm4-80gb-x8_nvlink-status.txt"
@@ -762,3 +762,44 @@ def test_a_node_on_another_image_than_its_profiles_current_one_fails(local: Clus
     assert bare.status == "fail" and "not started from a baked image" in bare.actual
     # Push mode (no image recorded for the profile): the check does not apply.
     assert by_key(local.run({}))[("node01", "image.current")].status == "not-applicable"
+
+
+def test_the_booted_kernel_is_the_specs_and_a_boot_record_stands_in_for_it(local: Cluster) -> None:
+    # No kernel in the spec: the check does not apply, and nothing is read for it.
+    assert not next(
+        e for e in local.expectations.node("node01").expectations if e.check == "host.kernel"
+    ).applies
+    text = (ROOT / "inventories" / "local" / "cluster.yaml").read_text()
+    old = "  orchestrator: slurm\n"
+    pinned = Cluster(
+        plan_loaded(load_spec_text(text.replace(old, old + "  kernel: 6.1.0-99-myriad\n")))
+    )
+    host = "6.1.0-28-amd64\n"
+    found = by_key(
+        pinned.run(
+            {
+                "ctl01": local_controller_view(pinned),
+                # A real node: the running kernel is the booted one.
+                "node01": {"kernel_release": files({"/proc/sys/kernel/osrelease": host})},
+                # The twin: the container's boot record, not the host's kernel it shares.
+                "node02": {
+                    "kernel_release": files(
+                        {
+                            "/proc/sys/kernel/osrelease": host,
+                            "/run/myriad/kernel-release": "6.1.0-99-myriad\n",
+                        }
+                    )
+                },
+                "node03": {"kernel_release": probe("not json")},
+            }
+        )
+    )
+    node01 = found[("node01", "host.kernel")]
+    assert (node01.status, node01.expected, node01.actual) == (
+        "fail",
+        "6.1.0-99-myriad",
+        "booted 6.1.0-28-amd64",
+    )
+    assert "reboot the node into 6.1.0-99-myriad" in node01.fix
+    assert found[("node02", "host.kernel")].status == "pass"
+    assert found[("node03", "host.kernel")].status == "error"

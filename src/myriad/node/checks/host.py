@@ -293,3 +293,35 @@ LIMITS_MEMLOCK_SESSION = Check(
     evaluate=_evaluate_session,
     explain=_explain_session,
 )
+
+
+# --- host.kernel -----------------------------------------------------------------------------
+
+
+def _derive_kernel(c: Context) -> Expect | Skip:
+    release = str(c.variables.get("common_kernel_release") or "")
+    if not release:
+        return Skip("software.kernel", "the spec names no kernel: the installed one is held")
+    return Expect(
+        release,
+        "software.kernel",
+        f"reboot the node into {release} (myriad roll, or myriad bringup --tags reboot "
+        "--limit {node}), after the common role installed it (myriad bringup --tags common "
+        "--limit {node}); a node that booted another kernel shows it in GRUB's menu order",
+    )
+
+
+def _evaluate_kernel(expected: str, facts: NodeFacts, view: ClusterView, node: str) -> Outcome:
+    if not facts.kernel_release.ok:
+        return unavailable(facts.kernel_release)
+    booted = facts.kernel_release.get()
+    return passed(booted) if booted == expected else failed(f"booted {booted}")
+
+
+HOST_KERNEL = Check(
+    id="host.kernel",
+    title="the node booted the spec's kernel",
+    spec_fields=("software.kernel",),
+    derive=_derive_kernel,
+    evaluate=_evaluate_kernel,
+)

@@ -78,6 +78,7 @@ class NodeFacts:
     disk: Fact[Mapping[str, DiskSpace]] = NOT_GATHERED
     writable: Fact[Mapping[str, str | None]] = NOT_GATHERED
     health_state: Fact[Mapping[str, Any]] = NOT_GATHERED
+    kernel_release: Fact[str] = NOT_GATHERED
     image_record: Fact[Mapping[str, Any]] = NOT_GATHERED
     hardware_record: Fact[Mapping[str, Any]] = NOT_GATHERED
     hardware_map: Fact[Mapping[str, Any]] = NOT_GATHERED
