@@ -43,6 +43,7 @@ UNITS = [
     ),
     ("container_runtime", "nvidia-cdi-generate.service.j2", "myriad-nvidia-cdi.service", None),
     ("nvidia_driver", "myriad-pcie-acs-off.service.j2", "myriad-pcie-acs-off.service", None),
+    ("common", "myriad-container-boot.service.j2", "myriad-container-boot.service", None),
     (
         "nvidia_driver",
         "nvidia-persistenced.conf.j2",
@@ -67,6 +68,7 @@ GPU_NODE_VARS: dict[str, Any] = {
     ],
     "slurm_slurmd_gpu_units": ["nvidia-persistenced.service", "nvidia-fabricmanager.service"],
     "slurm_slurmd_options": "-b",
+    "common_kernel_release_file": "/run/myriad/kernel-release",
 }
 
 
@@ -152,6 +154,9 @@ def rendered(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for _, _, dest in templates:
         dest.parent.mkdir(parents=True, exist_ok=True)
     templates.append(("slurm", "myriad-slurmd-gpus.sh.j2", check))
+    templates.append(
+        ("common", "myriad-container-boot.sh.j2", check.parent / "myriad-container-boot")
+    )
     # The drop-in runs the rendered script from where this test put it.
     _render(templates, work, {**GPU_NODE_VARS, "__slurm_gpu_check_path": str(check)})
     return work
@@ -280,3 +285,38 @@ def test_the_twins_stub_gpus_are_checked_against_its_stand_in_driver() -> None:
     real = pool_vars(starter.spec, starter.catalog, pool)
     assert "slurm_slurmd_gpu_check" not in real
     assert "slurm_slurmd_gpu_driver_dir" not in real
+
+
+def test_the_twins_boot_puts_back_the_kernel_grub_boots_and_the_hosts_block(
+    rendered: Path, tmp_path: Path
+) -> None:
+    """The common role's container stand-in for a server's boot, run as the unit runs it
+    (paths moved under tmp_path): the newest /boot/vmlinuz-* by version (10 after 9, which a
+    plain sort gets wrong), else the running kernel; the saved hosts block appended to a
+    /etc/hosts that lacks it, once."""
+    script = (rendered / "libexec" / "myriad-container-boot").read_text()
+    boot, record = tmp_path / "boot", tmp_path / "run" / "myriad" / "kernel-release"
+    hosts, saved = tmp_path / "hosts", tmp_path / "hosts-block"
+    for node_path, here in (
+        ("/run/myriad/kernel-release", record),
+        ("/etc/myriad/hosts-block", saved),
+        ("/etc/hosts", hosts),
+        ("/boot", boot),
+    ):
+        assert node_path in script, node_path
+        script = script.replace(node_path, str(here))
+    boot.mkdir()
+    docker_hosts = "127.0.0.1\tlocalhost\n172.31.77.12\tnode02\n"
+    hosts.write_text(docker_hosts)
+    begin = "# BEGIN MYRIAD MANAGED BLOCK: cluster hosts"
+    block = f"{begin}\n172.31.77.10    ctl01\n# END MYRIAD MANAGED BLOCK: cluster hosts\n"
+    saved.write_text(block)
+    subprocess.run(["sh", "-c", script], check=True, timeout=30)
+    assert record.read_text().strip() == os.uname().release
+    assert hosts.read_text() == docker_hosts + block
+    for release in ("6.1.0-9-amd64", "6.1.0-10-amd64"):
+        (boot / f"vmlinuz-{release}").write_text("")
+    (boot / "config-6.1.0-11-amd64").write_text("")  # not a kernel image
+    subprocess.run(["sh", "-c", script], check=True, timeout=30)
+    assert record.read_text().strip() == "6.1.0-10-amd64"
+    assert hosts.read_text() == docker_hosts + block  # not twice

@@ -509,10 +509,13 @@ class AnsibleSteps:
         return {
             "myriad_serial": "100%",
             "myriad_max_fail_percentage": 100,
-            # A roll drains, converges, validates and resumes a node itself; a reboot would
-            # race its validation and Slurm's nextstate=RESUME its resume. The node says it
-            # waits, and `myriad bringup` (bringup.reboot) hands it to Slurm.
-            "myriad_reboot": "never",
+            # A roll drains a node and waits for its jobs before converging it, so a reboot a
+            # layer asks for (a kernel or driver move) is taken at once, before the roll's own
+            # validation and resume; never through Slurm, whose nextstate=RESUME would race
+            # them. bringup.reboot: never leaves it to the operator here too.
+            "myriad_reboot": (
+                "never" if self.cluster.spec.bringup.reboot == "never" else "drained"
+            ),
             **self.options.variables,
             **(extra or {}),
         }

@@ -62,6 +62,7 @@ def cluster_vars(
         variables.update(_kubernetes_vars(spec))
     variables.update(_health_vars(spec))
     variables.update(_reboot_vars(spec))
+    variables.update(_kernel_vars(spec))
     if spec.provider.kind == "local":
         variables.update(CONTAINER_NODE_VARS)
     return variables
@@ -79,6 +80,18 @@ def _reboot_vars(spec: Cluster) -> dict[str, Any]:
         # A container shares the host's boot_id, which Ansible's reboot waits to see change;
         # the start time of its PID 1 (field 22 of /proc/1/stat) changes at every boot.
         variables["myriad_reboot_boot_time_command"] = "cut -d ' ' -f 22 /proc/1/stat"
+    return variables
+
+
+def _kernel_vars(spec: Cluster) -> dict[str, Any]:
+    """The spec's kernel: the common role installs, checks and holds it, the driver role holds
+    it rather than the running one, and validation expects it booted."""
+    release = spec.software.kernel
+    if release is None:
+        return {}
+    variables: dict[str, Any] = {"common_kernel_release": release}
+    if spec.software.nvidia_driver is not None:
+        variables["nvidia_driver_kernel_release"] = release
     return variables
 
 
@@ -112,6 +125,11 @@ CONTAINER_NODE_VARS: dict[str, Any] = {
     "common_kernel_modules_load": False,
     "common_time_sync_control_clock": False,
     "common_time_pools": [],
+    # A container boots no kernel and gets a new /etc/hosts at every start: a unit puts back
+    # what a server keeps (the kernel its boot loader boots, the hosts block), and the role
+    # and validation read that kernel record.
+    "common_container_boot": True,
+    "common_kernel_release_file": "/run/myriad/kernel-release",
     "nvidia_driver_manage_kernel_module": False,
     # Only Debian's own driver branch is reachable from the containers.
     "nvidia_driver_source": "distribution",
