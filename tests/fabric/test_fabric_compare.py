@@ -319,7 +319,7 @@ def _cable_ends(cable: Cable) -> tuple[tuple[str, int], tuple[str, int]]:
 _HCAS = {f"{c.a_device} {c.a_hca}": (c.a_device, c.a_hca) for c in FAT_CABLES if c.a_hca}
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=120, deadline=None)
 @given(st.data())
 def test_any_mix_of_moves_swaps_and_missing_cables_is_fixed_by_its_fixes(
     data: st.DataObject,
