@@ -13,10 +13,12 @@ import pytest
 
 from myriad.plan.cabling import CSV_COLUMNS, cable_totals, cabling_csv, iter_cables
 from myriad.plan.pipeline import plan_spec
+from myriad.render.inventory import build_inventory
 
 ROOT = Path(__file__).resolve().parents[2]
 STARTER = ROOT / "inventories" / "starter-64" / "cluster.yaml"
 FAT_TREE = ROOT / "tests" / "fabric" / "fat-tree-512.yaml"
+ROCE_RAILS = ROOT / "tests" / "fabric" / "roce-rails-32.yaml"
 
 
 def _cables(path: Path) -> tuple[list, object]:
@@ -113,3 +115,40 @@ def test_csv_has_a_header_and_one_line_per_cable() -> None:
         "400",
     ]
     assert len(rows) == 65
+
+
+ROCE_INTERFACES = ", interfaces: [ens108np0, ens110np0, ens841np0, ens842np0]"
+
+
+@pytest.mark.parametrize("example", ["infiniband", "roce", "roce-rail-names"])
+def test_a_node_port_has_the_name_the_inventory_gives_it(example: str, tmp_path: Path) -> None:
+    # The sheet, the fabric check (which matches by the sheet's names) and the inventory
+    # name a node's port alike: on InfiniBand its RDMA device (nccl_hcas, and the node
+    # description ibnetdiscover shows), on RoCE its interface (roce_nics' netdev: the
+    # spec's names, as roce-rails-32 gives them, else railN; what LLDP shows).
+    path = {"infiniband": STARTER, "roce": ROCE_RAILS}.get(example, tmp_path / "cluster.yaml")
+    if example == "roce-rail-names":
+        text = ROCE_RAILS.read_text()
+        assert ROCE_INTERFACES in text
+        path.write_text(text.replace(ROCE_INTERFACES, ""))
+    cables, result = _cables(path)
+    spec = result.loaded.spec  # type: ignore[attr-defined]
+    inventory = build_inventory(spec, result.loaded.catalog, result.plan)  # type: ignore[attr-defined]
+    named = 0
+    for cable in cables:
+        if cable.tier != "node-leaf":
+            continue
+        host = inventory.host_vars[cable.a_device]
+        if spec.network.fabric == "infiniband":
+            hcas = inventory.group_vars[f"pool_{host['myriad_pool']}"]["nccl_hcas"]
+            assert cable.a_hca == hcas[cable.rail]["name"], cable
+        else:
+            assert cable.a_hca == host["roce_nics"][cable.rail]["netdev"], cable
+        named += 1
+    assert named == result.plan.fabric.node_links  # type: ignore[attr-defined]
+    host, names = {
+        "infiniband": ("gpu08", [f"mlx5_{n}" for n in range(8)]),
+        "roce": ("gpu24", ["ens108np0", "ens110np0", "ens841np0", "ens842np0"]),
+        "roce-rail-names": ("gpu24", ["rail0", "rail1", "rail2", "rail3"]),
+    }[example]
+    assert [c.a_hca for c in cables if c.a_device == host] == names

@@ -9,8 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from benchmark_module import load_benchmark
 from myriad.cli import main
-from myriad.views.fabric_svg import FONT, text_width
+from myriad.plan.cabling import iter_cables
+from myriad.plan.fabric import FabricLimit
+from myriad.plan.pipeline import plan_spec
+from myriad.views.fabric_svg import FONT, fabric_svg, text_width
 
 ROOT = Path(__file__).resolve().parents[2]
 NS = {"svg": "http://www.w3.org/2000/svg"}
@@ -91,6 +95,71 @@ def test_100k_gpus_are_grouped_by_island_shape(tmp_path: Path) -> None:
         "~848 core links each (2:1)",
     ]
     _assert_no_overlap_and_labels_inside(root)
+
+
+def _h100(gpus: int, island_nodes: int, tmp_path: Path) -> Path:
+    """h100-100k resized as benchmarks/plan_scale.py does, with islands of `island_nodes`."""
+    text = load_benchmark("plan_scale").spec_for(gpus)
+    assert "island_nodes: 512" in text
+    path = tmp_path / "cluster.yaml"
+    path.write_text(text.replace("island_nodes: 512", f"island_nodes: {island_nodes}"))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("island_nodes", "limits"),
+    [
+        # 245 islands of 512 nodes; a 128-port core switch links 128 of them.
+        (512, ["fabric-groups-per-core"]),
+        # 128 islands of 977 nodes (fewest that one core reaches) need 95 spines each; a
+        # leaf's 64 uplinks reach 64 of them: the islands are not non-blocking.
+        (977, ["fabric-spines-per-group"]),
+    ],
+)
+def test_at_1m_gpus_the_picture_says_what_the_lints_say(
+    island_nodes: int, limits: list[str], tmp_path: Path
+) -> None:
+    # Issue #31: the grouped picture drew "leaves are 1:1 to spines" and a three-tier core
+    # where the plan's lints say the islands are not non-blocking or need a fourth tier.
+    spec = _h100(1_000_000, island_nodes, tmp_path)
+    result = plan_spec(spec)
+    findings = [f for f in result.findings if f.id.startswith("fabric-")]
+    assert [f.id for f in findings] == limits
+    out = tmp_path / "fabric.svg"
+    assert main(["plan", str(spec), "--svg", str(out)]) == 1  # the lint errors
+    root = ET.fromstring(out.read_text())
+    shown = " ".join(" ".join(t.itertext()) for t in root.iterfind(".//svg:text", NS))
+    for finding in findings:
+        assert finding.message in _unwrapped(root)
+    if "fabric-spines-per-group" in limits:
+        assert "1:1 to spines" not in shown and "1:1 in an island," not in shown
+        # Each island by its own spines: 127 of 977 nodes (95), the last of 921 (89).
+        labels = [t.text for t in _texts(root, "label")]
+        assert "not non-blocking: a leaf reaches 64 of 95 spines" in labels
+        assert "not non-blocking: a leaf reaches 64 of 89 spines" in labels
+    if "fabric-groups-per-core" in limits:
+        assert "a fourth tier is needed: the core reaches 128 of 245" in shown
+    _assert_no_overlap_and_labels_inside(root)
+    width = float(root.get("width", 0))
+    for text in _texts(root, "limit"):
+        assert float(text.get("x", 0)) + text_width(text.text or "") <= width
+
+
+def test_a_small_fabric_states_its_limits_too(tmp_path: Path) -> None:
+    result = plan_spec(STARTER)
+    assert result.plan is not None and result.plan.fabric is not None
+    cables = list(iter_cables(result.loaded.spec, result.loaded.catalog, result.plan.fabric))
+    limit = FabricLimit("spines-per-group", "a made-up shortfall", "a made-up remedy", 9, 8)
+    root = ET.fromstring(fabric_svg("starter-64", result.plan.fabric, cables, 8, (limit,)))
+    assert _unwrapped(root) == "a made-up shortfall. Remedy: a made-up remedy."
+    legend = [t.text or "" for t in _texts(root, "legend-line")]
+    assert any("(not non-blocking)" in line for line in legend)
+    _assert_no_overlap_and_labels_inside(root)
+
+
+def _unwrapped(root: ET.Element) -> str:
+    """The limits block's lines joined back into its sentences."""
+    return " ".join(t.text or "" for t in _texts(root, "limit"))
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,14 @@ import os
 from pathlib import Path
 
 import pytest
-from test_fabric_compare import FAT_TREE, STARTER, STARTER_FAULTS, starter_faulty_links
+from test_fabric_compare import (
+    DELETED_AND_MOVED,
+    FAT_TREE,
+    STARTER,
+    STARTER_FAULTS,
+    deleted_and_moved_links,
+    starter_faulty_links,
+)
 
 from ibsim_fabric import Simulator, add_hca, available, narrow, planned, remove, swap
 from myriad.node.parsers.ibnetdiscover import parse_ibnetdiscover
@@ -104,6 +111,10 @@ def test_fat_tree_512_faults_through_ibnetdiscover(tmp_path: Path) -> None:
             "reseat or replace the cable and its transceivers; `ibportstate` shows the port",
         ),
     ]
+
+
+def test_a_deleted_uplink_and_a_cable_in_its_port_through_ibnetdiscover(tmp_path: Path) -> None:
+    assert _findings(FAT_TREE, tmp_path, deleted_and_moved_links()) == DELETED_AND_MOVED
 
 
 def test_the_committed_miswired_capture_is_what_ibsim_discovers(tmp_path: Path) -> None:

@@ -2,7 +2,12 @@
 
 Every cable the fabric plan counts (`Fabric.node_links`, `leaf_spine_links`,
 `spine_core_links`) becomes a row, so the totals agree by construction and a test holds
-them to it. Ends are a node's HCA (host, RDMA device, HCA port 1) or a switch port.
+them to it. Ends are a node's port (host, the port's name, HCA port 1) or a switch port.
+A node's port has the name the inventory gives it and the fabric shows: on InfiniBand its
+RDMA device (`nccl_hcas`; ibnetdiscover's node description is "<host> <device>"), on an
+Ethernet fabric its interface (`roce_nics`' netdev: the spec's `interfaces`, else railN;
+LLDP names a port by its interface), so one name serves the sheet, the fabric check and
+the playbooks.
 
 Ports follow `myriad.plan.fabric`'s placement: a leaf's down-links take ports 1..k/2 in
 placement order (`leaf_placement`), its uplinks the ports above k/2. Uplink g of a group,
@@ -38,7 +43,7 @@ from myriad.plan.fabric import (
     spine_name,
 )
 from myriad.plan.model import Fabric
-from myriad.plan.ports import ports
+from myriad.plan.ports import Port, ports
 from myriad.spec.catalog_models import Catalog
 from myriad.spec.models import Cluster
 
@@ -60,8 +65,9 @@ CSV_COLUMNS = (
 @dataclass(frozen=True, slots=True)
 class Cable:
     """One cable. `a` is the lower end (node HCA, leaf, spine), `b` the upper (leaf, spine,
-    core). `a_hca` is the node's RDMA device on a node-leaf cable, else empty; `a_port` is
-    then the HCA's port (1). `rail` is the node-local NIC port of a node-leaf cable."""
+    core). `a_hca` names the node's port on a node-leaf cable (`node_port_name`), else is
+    empty; `a_port` is then the HCA's port (1). `rail` is the node-local NIC port of a
+    node-leaf cable."""
 
     cable: int
     tier: CableTier
@@ -78,13 +84,22 @@ class Cable:
         return asdict(self)
 
 
+def node_port_name(port: Port, fabric: str) -> str:
+    """A node's compute port as the inventory and the fabric name it: the RDMA device on
+    InfiniBand, the interface on an Ethernet fabric."""
+    return port.device if fabric == "infiniband" else port.interface
+
+
 def _node_cables(spec: Cluster, catalog: Catalog, fabric: Fabric) -> Iterator[Cable]:
     devices: dict[str, list[str]] = {}
     speeds: dict[str, int] = {}
+    kind = spec.network.fabric
     for pool in spec.pools_with_role("compute"):
         profile = spec.profiles[pool.profile]
-        compute = ports(profile, catalog, "compute", spec.network.fabric)
-        devices[pool.name] = [port.device for port in compute] or ["mlx5_0"]
+        compute = ports(profile, catalog, "compute", kind)
+        devices[pool.name] = [node_port_name(port, kind) for port in compute] or [
+            "mlx5_0" if kind == "infiniband" else "rail0"
+        ]
         speeds[pool.name] = min(
             (port.speed_gbps for port in compute), default=fabric.endpoint_speed_gbps
         )

@@ -10,20 +10,22 @@ Each finding explains a fault once and nothing else:
 
 - a planned switch that was not discovered: `missing-switch` (its cables are not listed);
 - a discovered device the plan does not have: `unexpected-device`, with where it is plugged;
-- a cable whose both ends are unconnected (an HCA whose only link is down is not
-  discovered at all): `missing-link`;
-- two cables that exchanged one end each: `swapped`, with the two ports to swap;
-- any other cable in another place: `wrong-port`, with the move that fixes it;
 - a link in the right place at another width or speed: `wrong-width` / `wrong-speed`;
-- a link between planned devices on ports the plan leaves free: `unexpected-link`.
+- a cable with one end in its planned port and the other elsewhere: `wrong-port`, with the
+  move that fixes it, or `swapped` for two such cables each in the other's port;
+- a cable no discovered link can be (an HCA whose only link is down is not discovered at
+  all): `missing-link`, naming the moved cable that holds its port, if one does;
+- a link between planned devices that is no planned cable: `unexpected-link`.
 
+Which misplaced link is which cable is a matching (`_match`): the one that explains the
+fabric with the fewest faults, so doing every fix at once gives the planned fabric.
 Findings come in that order of kind for devices, then by cable number, then the
 unexpected links, so a report reads the same on every run.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -134,14 +136,12 @@ def compare_fabric(
     cable_list: list[Cable] = []
     for cable in cables:
         cable_list.append(cable)
+        a, b = _ends(cable)
         if cable.tier == "node-leaf":
-            a_name = _hca_key(cable.a_device, cable.a_hca)
-            hcas[a_name] = (cable.a_device, cable.a_hca)
+            hcas[a[0]] = (cable.a_device, cable.a_hca)
         else:
-            a_name = cable.a_device
-            switches[a_name] = None
+            switches[a[0]] = None
         switches[cable.b_device] = None
-        a, b = (a_name, cable.a_port), (cable.b_device, cable.b_port)
         planned_peer[a], planned_peer[b] = b, a
         cable_at[a] = cable_at[b] = cable
 
@@ -160,13 +160,11 @@ def compare_fabric(
             unexpected[node.node_id] = label
             name_of[node.node_id] = label
     peer: dict[End, End] = {}
-    rate: dict[End, tuple[str | None, str | None]] = {}
     unexpected_ends: set[End] = set()
     for link in discovered.links:
         a = (name_of[link.a_id], link.a_port)
         b = (name_of[link.b_id], link.b_port)
         peer[a], peer[b] = b, a
-        rate[a] = rate[b] = (link.width, link.speed)
         for node_id, end in ((link.a_id, a), (link.b_id, b)):
             if node_id in unexpected:
                 unexpected_ends.add(end)
@@ -201,58 +199,46 @@ def compare_fabric(
 
     gone = set(missing_switches)
     ok = 0
-    misplaced: list[Cable] = []
     by_cable: list[Finding] = []
-
-    def seen_peer(end: End) -> End | None:
-        found = peer.get(end)
-        return None if found is None or found in unexpected_ends else found
-
-    for cable in cable_list:
-        if cable.a_device in gone or cable.b_device in gone:
+    # Discovered links between planned devices: those on their planned ports are the
+    # cables as planned (or at the wrong rate); the rest are matched below.
+    exact: set[int] = set()
+    others: list[tuple[End, End]] = []
+    for link in discovered.links:
+        if link.a_id in unexpected or link.b_id in unexpected:
             continue
-        a = (
-            _hca_key(cable.a_device, cable.a_hca) if cable.tier == "node-leaf" else cable.a_device,
-            cable.a_port,
-        )
-        b = (cable.b_device, cable.b_port)
-        pa, pb = seen_peer(a), seen_peer(b)
-        if pa == b:
-            wrong = _rate_finding(cable, a, b, rate[a], hcas, speed_cap)
+        x, y = (name_of[link.a_id], link.a_port), (name_of[link.b_id], link.b_port)
+        if planned_peer.get(x) == y:
+            cable = cable_at[x]
+            a, b = _ends(cable)
+            wrong = _rate_finding(cable, a, b, (link.width, link.speed), hcas, speed_cap)
             if wrong is None:
                 ok += 1
             else:
                 by_cable.append(wrong)
-        elif pa is None and pb is None:
-            by_cable.append(
-                Finding(
-                    "missing-link",
-                    _owner(a, hcas),
-                    f"cable {cable.cable}: {describe(a, hcas)} to {describe(b, hcas)} is not "
-                    "connected",
-                    LINK_FIX,
-                    (cable.cable,),
-                )
-            )
+            exact.add(cable.cable)
         else:
-            misplaced.append(cable)
-    by_cable.extend(_misplaced(misplaced, planned_peer, cable_at, seen_peer, hcas))
+            others.append((x, y))
+    loose = {
+        cable.cable: _ends(cable)
+        for cable in cable_list
+        if cable.cable not in exact and cable.a_device not in gone and cable.b_device not in gone
+    }
+    placed, stray = _match(loose, others, cable_at)
+    by_cable.extend(_placement_findings(loose, placed, hcas))
     findings.extend(sorted(by_cable, key=lambda f: f.cables))
 
-    for link in discovered.links:
-        if link.a_id in unexpected or link.b_id in unexpected:
-            continue
-        a, b = (name_of[link.a_id], link.a_port), (name_of[link.b_id], link.b_port)
-        if a not in planned_peer and b not in planned_peer:
-            findings.append(
-                Finding(
-                    "unexpected-link",
-                    _owner(a, hcas),
-                    f"{describe(a, hcas)} is linked to {describe(b, hcas)}; the plan leaves "
-                    "both ports free",
-                    "unplug the cable",
-                )
+    for x, y in stray:
+        free = x not in planned_peer and y not in planned_peer
+        findings.append(
+            Finding(
+                "unexpected-link",
+                _owner(x, hcas),
+                f"{describe(x, hcas)} is linked to {describe(y, hcas)}; the plan "
+                + ("leaves both ports free" if free else "has no cable between them"),
+                "unplug the cable",
             )
+        )
     return Comparison(
         findings=tuple(findings),
         planned_cables=len(cable_list),
@@ -260,6 +246,188 @@ def compare_fabric(
         discovered_nodes=len(discovered.nodes),
         discovered_links=len(discovered.links),
     )
+
+
+def _ends(cable: Cable) -> tuple[End, End]:
+    """A cable's planned ends by the names discovery gives them (an HCA as "host device")."""
+    a_name = _hca_key(cable.a_device, cable.a_hca) if cable.tier == "node-leaf" else cable.a_device
+    return (a_name, cable.a_port), (cable.b_device, cable.b_port)
+
+
+@dataclass(frozen=True, slots=True)
+class _Placed:
+    """A planned cable taken to be a discovered link that has one of its ends right:
+    `stays` is in its planned port, the other end is in `found` where the plan says
+    `planned`."""
+
+    cable: int
+    stays: End
+    found: End
+    planned: End
+    link: int
+
+
+# An edge of the matching: (cable, link index, the end they share, the link's other end,
+# whether the shared end is the cable's lower end `a`).
+_Edge = tuple[int, int, End, End, bool]
+
+
+def _match(
+    loose: Mapping[int, tuple[End, End]],
+    links: Sequence[tuple[End, End]],
+    cable_at: Mapping[End, Cable],
+) -> tuple[dict[int, _Placed], list[tuple[End, End]]]:
+    """Which misplaced link is which planned cable, and the links that are none.
+
+    A link can be a cable it shares an end with: the cable in either of its ports, so at
+    most two; a cable can be the link in either of its planned ports, so at most two. The
+    graph of cables and links is therefore paths and cycles, and a largest matching of each
+    is found exactly, in linear time. The largest matching explains the fabric with the
+    fewest faults (every cable left over is missing, every link left over unexpected), so
+    no cable gets two fixes and no missing cable hides behind a move. Between equally large
+    matchings the one that keeps more cables by their lower end (the HCA or the leaf's
+    uplink port, where a cable is routed from) is taken: a plug moved between switch ports
+    is the likelier fault, and the move is then named at the switch.
+    """
+    edges_at: dict[tuple[str, int], list[_Edge]] = {}
+    for index, (x, y) in enumerate(links):
+        for here, there in ((x, y), (y, x)):
+            cable = cable_at.get(here)
+            if cable is None or cable.cable not in loose:
+                continue
+            edge = (cable.cable, index, here, there, here == loose[cable.cable][0])
+            edges_at.setdefault(("cable", cable.cable), []).append(edge)
+            edges_at.setdefault(("link", index), []).append(edge)
+    for edges in edges_at.values():
+        edges.sort(key=lambda e: (not e[4], e[1]))
+
+    def other(edge: _Edge, vertex: tuple[str, int]) -> tuple[str, int]:
+        return ("link", edge[1]) if vertex[0] == "cable" else ("cable", edge[0])
+
+    def walk(start: tuple[str, int]) -> list[_Edge]:
+        path: list[_Edge] = []
+        vertex, previous = start, None
+        while True:
+            nexts = [e for e in edges_at.get(vertex, ()) if e is not previous]
+            if not nexts or (path and vertex == start):
+                return path
+            previous = nexts[0]
+            path.append(previous)
+            seen.add(vertex)
+            vertex = other(previous, vertex)
+            seen.add(vertex)
+
+    seen: set[tuple[str, int]] = set()
+    chosen: list[_Edge] = []
+    starts = [("cable", n) for n in sorted(loose)] + [("link", i) for i in range(len(links))]
+    for start in starts:  # paths, from an end
+        if start not in seen and len(edges_at.get(start, ())) == 1:
+            chosen.extend(_best_on_path(walk(start)))
+    for start in starts:  # what is left is cycles
+        if start not in seen and start in edges_at:
+            cycle = walk(start)
+            first = [cycle[0], *_best_on_path(cycle[2:-1])]
+            rest = _best_on_path(cycle[1:])
+            chosen.extend(first if _score(first) >= _score(rest) else rest)
+    placed = {e[0]: _Placed(e[0], e[2], e[3], _other_end(loose[e[0]], e[2]), e[1]) for e in chosen}
+    taken = {p.link for p in placed.values()}
+    return placed, [link for i, link in enumerate(links) if i not in taken]
+
+
+def _other_end(ends: tuple[End, End], end: End) -> End:
+    return ends[1] if end == ends[0] else ends[0]
+
+
+def _score(edges: Sequence[_Edge]) -> tuple[int, int]:
+    return len(edges), sum(1 for e in edges if e[4])
+
+
+def _best_on_path(path: Sequence[_Edge]) -> list[_Edge]:
+    """The best set of edges of a path no two of which are neighbours (share a vertex):
+    most edges, then most kept by their lower end; on a tie the earlier edges. Linear:
+    best[i] is the best score over the first i edges, and whether it takes edge i - 1."""
+    best: list[tuple[int, int]] = [(0, 0)]
+    takes: list[bool] = [False]
+    for i, edge in enumerate(path):
+        skip = best[i]
+        before = best[i - 1] if i else (0, 0)
+        take = (before[0] + 1, before[1] + edge[4])
+        takes.append(take > skip)
+        best.append(take if take > skip else skip)
+    chosen: list[_Edge] = []
+    i = len(path)
+    while i > 0:
+        if takes[i]:
+            chosen.append(path[i - 1])
+            i -= 2
+        else:
+            i -= 1
+    return chosen[::-1]
+
+
+def _placement_findings(
+    loose: Mapping[int, tuple[End, End]],
+    placed: Mapping[int, _Placed],
+    hcas: Mapping[str, tuple[str, str]],
+) -> list[Finding]:
+    """The misplaced cables as findings: two moved cables in each other's ports as one
+    swap, every other placed cable as a move, and a cable nothing was matched to as
+    missing, saying which moved cable holds its port."""
+    by_planned = {p.planned: p for p in placed.values()}
+    holds = {p.found: p.cable for p in placed.values()}
+    findings: list[Finding] = []
+    done: set[int] = set()
+    for number in sorted(loose):
+        if number in done:
+            continue
+        done.add(number)
+        here = placed.get(number)
+        if here is None:
+            a, b = loose[number]
+            held = [(end, holds[end]) for end in (a, b) if end in holds]
+            message = f"cable {number}: {describe(a, hcas)} to {describe(b, hcas)} is not connected"
+            fix = LINK_FIX
+            if held:
+                message += "; " + " and ".join(
+                    f"{_where(end, hcas)} holds cable {n}" for end, n in held
+                )
+                ports = " and ".join(_where(end, hcas) for end, _ in held)
+                moved = " and ".join(str(n) for _, n in held)
+                fix = (
+                    f"move cable{'s' if len(held) > 1 else ''} {moved} out of {ports} "
+                    f"({'their' if len(held) > 1 else 'its'} own finding), then connect "
+                    f"{describe(a, hcas)} to {describe(b, hcas)}"
+                )
+            findings.append(Finding("missing-link", _owner(a, hcas), message, fix, (number,)))
+            continue
+        there = by_planned.get(here.found)
+        if there is not None and there.found == here.planned and there.cable not in done:
+            done.add(there.cable)
+            findings.append(
+                Finding(
+                    "swapped",
+                    _owner(here.stays, hcas),
+                    f"cables {number} and {there.cable} are swapped: "
+                    f"{describe(here.stays, hcas)} is in {_where(here.found, hcas)} and "
+                    f"{describe(there.stays, hcas)} in {_where(there.found, hcas)}; plan says "
+                    f"{_where(here.planned, hcas)} and {_where(there.planned, hcas)}",
+                    f"swap the cables in {_where(here.planned, hcas)} and "
+                    f"{_where(there.planned, hcas)}",
+                    (number, there.cable),
+                )
+            )
+            continue
+        findings.append(
+            Finding(
+                "wrong-port",
+                _owner(here.stays, hcas),
+                f"{describe(here.stays, hcas)} is in {_where(here.found, hcas)}; plan says "
+                f"{_where(here.planned, hcas)}",
+                f"move the cable from {_where(here.found, hcas)} to {_where(here.planned, hcas)}",
+                (number,),
+            )
+        )
+    return findings
 
 
 def _rate_finding(
@@ -291,77 +459,6 @@ def _rate_finding(
             LINK_FIX + "; check both ends' enabled speeds",
             (cable.cable,),
         )
-    return None
-
-
-def _misplaced(
-    cables: Sequence[Cable],
-    planned_peer: Mapping[End, End],
-    cable_at: Mapping[End, Cable],
-    seen_peer: Callable[[End], End | None],
-    hcas: Mapping[str, tuple[str, str]],
-) -> list[Finding]:
-    """Cables not where the plan puts them: pairs that swapped one end each, then moves."""
-    ends: dict[int, tuple[End, End]] = {}
-    for cable in cables:
-        a = (
-            _hca_key(cable.a_device, cable.a_hca) if cable.tier == "node-leaf" else cable.a_device,
-            cable.a_port,
-        )
-        ends[cable.cable] = (a, planned_peer[a])
-    done: set[int] = set()
-    findings: list[Finding] = []
-    for cable in cables:
-        if cable.cable in done:
-            continue
-        a, b = ends[cable.cable]
-        pa = seen_peer(a)
-        other = cable_at.get(pa) if pa is not None else None
-        if other is not None and other.cable in ends and other.cable not in done:
-            c, d = ends[other.cable]
-            swap = _swap(a, b, c, d, seen_peer)
-            if swap is not None:
-                done |= {cable.cable, other.cable}
-                stays1, moved1, stays2, moved2 = swap
-                findings.append(
-                    Finding(
-                        "swapped",
-                        _owner(a, hcas),
-                        f"cables {cable.cable} and {other.cable} are swapped: "
-                        f"{describe(stays1, hcas)} is in {_where(moved2, hcas)} and "
-                        f"{describe(stays2, hcas)} in {_where(moved1, hcas)}; plan says "
-                        f"{_where(moved1, hcas)} and {_where(moved2, hcas)}",
-                        f"swap the cables in {_where(moved1, hcas)} and {_where(moved2, hcas)}",
-                        (min(cable.cable, other.cable), max(cable.cable, other.cable)),
-                    )
-                )
-                continue
-        done.add(cable.cable)
-        for end, planned in ((a, b), (b, a)):
-            found = seen_peer(end)
-            if found is None or found == planned:
-                continue
-            findings.append(
-                Finding(
-                    "wrong-port",
-                    _owner(end, hcas),
-                    f"{describe(end, hcas)} is in {_where(found, hcas)}; plan says "
-                    f"{_where(planned, hcas)}",
-                    f"move the cable from {_where(found, hcas)} to {_where(planned, hcas)}",
-                    (cable.cable,),
-                )
-            )
-    return findings
-
-
-def _swap(
-    a: End, b: End, c: End, d: End, seen_peer: Callable[[End], End | None]
-) -> tuple[End, End, End, End] | None:
-    """(stays, moved, stays, moved) when cables a-b and c-d are linked a-d, c-b or a-c, b-d."""
-    if seen_peer(a) == d and seen_peer(c) == b:
-        return a, b, c, d
-    if seen_peer(a) == c and seen_peer(b) == d:
-        return a, b, d, c
     return None
 
 

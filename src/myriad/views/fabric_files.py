@@ -9,6 +9,7 @@ from typing import Any
 from myriad.errors import PlanError
 from myriad.fsutil import atomic_write_text
 from myriad.plan.cabling import Cable, cable_totals, cabling_csv, iter_cables
+from myriad.plan.fabric import fabric_limits
 from myriad.plan.pipeline import PlanResult
 from myriad.views.fabric_svg import DETAILED_NODES, fabric_svg
 
@@ -33,7 +34,8 @@ def write_fabric_files(
 
 
 def fabric_picture(result: PlanResult, cables: list[Cable] | None = None) -> str:
-    """The fabric as SVG: every cable for a small fabric, grouped for a large one."""
+    """The fabric as SVG: every cable for a small fabric, grouped for a large one; where
+    the fabric is not a true Clos it says so, as the `fabric-shape` lints do."""
     plan = result.plan
     if plan is None or plan.fabric is None:
         raise PlanError("the spec has no compute fabric: there is nothing to draw")
@@ -43,4 +45,5 @@ def fabric_picture(result: PlanResult, cables: list[Cable] | None = None) -> str
         cables = list(iter_cables(result.loaded.spec, result.loaded.catalog, fabric))
     compute = [p for p in plan.pools if p.role == "compute"]
     gpus_per_node = max((p.gpus // p.nodes for p in compute if p.nodes), default=0)
-    return fabric_svg(plan.cluster, fabric, cables, gpus_per_node)
+    limits = fabric_limits(result.loaded.spec, result.loaded.catalog)
+    return fabric_svg(plan.cluster, fabric, cables, gpus_per_node, limits)

@@ -13,16 +13,23 @@ Two views, chosen by size:
 
 Boxes carry `class="box"` and a `data-name`, so tests (and people) can find them; the
 layout never lets two boxes overlap and keeps every label inside its box.
+
+The picture never claims more than the plan's lints allow: where the fabric is counted by
+ports but is not a true Clos (`myriad.plan.fabric.fabric_limits`, which the
+`fabric-shape` lints report), the islands are not labelled non-blocking, the core says it
+needs a fourth tier, and each limit is written out in red under the legend.
 """
 
 from __future__ import annotations
 
+import textwrap
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from xml.sax.saxutils import escape
 
 from myriad.plan.cabling import Cable
+from myriad.plan.fabric import FabricLimit
 from myriad.plan.model import Fabric, Island
 
 DETAILED_NODES = 128
@@ -40,6 +47,7 @@ RAIL_COLOURS = (
     "#17becf",
 )
 TIER_FILL = {"core": "#fde2e2", "spine": "#fff2cc", "leaf": "#dae8fc", "node": "#eeeeee"}
+LIMIT_COLOUR = "#b00020"
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +102,14 @@ def _row(
     return boxes
 
 
-def _legend(fabric: Fabric, x: float, y: float, rails: int) -> tuple[str, float]:
+def _limit(limits: Sequence[FabricLimit], what: str) -> FabricLimit | None:
+    return next((limit for limit in limits if limit.what == what), None)
+
+
+def _legend(
+    fabric: Fabric, x: float, y: float, rails: int, limits: Sequence[FabricLimit] = ()
+) -> tuple[str, float]:
+    meshed = _limit(limits, "spines-per-group") is None
     lines = [
         f"{fabric.fabric} {fabric.kind}, {fabric.tiers} tier{'s' if fabric.tiers > 1 else ''}",
         f"{_count(fabric.leaves, 'leaf', 'leaves')} ({fabric.leaf_model}, {fabric.radix} ports)",
@@ -105,7 +120,10 @@ def _legend(fabric: Fabric, x: float, y: float, rails: int) -> tuple[str, float]
         f"cables: {fabric.node_links:,} node, {fabric.leaf_spine_links:,} leaf-spine, "
         f"{fabric.spine_core_links:,} spine-core",
         f"oversubscription: {fabric.island_oversubscription:g}:1 in an island, "
-        f"{fabric.inter_island_oversubscription:g}:1 between islands",
+        f"{fabric.inter_island_oversubscription:g}:1 between islands"
+        if meshed
+        else f"oversubscription: {fabric.island_oversubscription:g}:1 uplinks in an island "
+        f"(not non-blocking), {fabric.inter_island_oversubscription:g}:1 between islands",
     ]
     width = max(text_width(line) for line in lines) + 20
     height = len(lines) * (FONT + 4) + 16 + (22 if rails > 1 else 0)
@@ -133,6 +151,27 @@ def _legend(fabric: Fabric, x: float, y: float, rails: int) -> tuple[str, float]
     return "\n".join(parts), height
 
 
+def _limits_block(
+    limits: Sequence[FabricLimit], x: float, y: float, width: float
+) -> tuple[str, float]:
+    """Each limit in the lint's words and its remedy, wrapped to `width`; (svg, height)."""
+    if not limits:
+        return "", 0.0
+    chars = max(20, int(width / (FONT * CHAR_W)))
+    lines: list[str] = []
+    for limit in limits:
+        lines.extend(textwrap.wrap(f"{limit.message}.", chars))
+        lines.extend(textwrap.wrap(f"Remedy: {limit.suggestion}.", chars))
+    parts = ['<g class="limits">']
+    for n, line in enumerate(lines):
+        parts.append(
+            f'<text class="limit" x="{x:.1f}" y="{y + FONT + n * (FONT + 4):.1f}" '
+            f'font-size="{FONT}" fill="{LIMIT_COLOUR}">{escape(line)}</text>'
+        )
+    parts.append("</g>")
+    return "\n".join(parts), len(lines) * (FONT + 4) + 8
+
+
 def _svg(width: float, height: float, title: str, body: Iterable[str]) -> str:
     return "\n".join(
         [
@@ -147,7 +186,9 @@ def _svg(width: float, height: float, title: str, body: Iterable[str]) -> str:
     )
 
 
-def detailed(cluster: str, fabric: Fabric, cables: Sequence[Cable]) -> str:
+def detailed(
+    cluster: str, fabric: Fabric, cables: Sequence[Cable], limits: Sequence[FabricLimit] = ()
+) -> str:
     hosts = list(dict.fromkeys(c.a_device for c in cables if c.tier == "node-leaf"))
     tiers: dict[str, list[str]] = {"core": [], "spine": [], "leaf": []}
     for cable in cables:
@@ -197,13 +238,16 @@ def detailed(cluster: str, fabric: Fabric, cables: Sequence[Cable]) -> str:
     body.append("</g>")
     body.extend(_box_svg(box) for box in boxes.values())
     gpus_note = f"{len(hosts)} nodes, {fabric.endpoints} endpoints"
-    legend, legend_h = _legend(fabric, 40, y + 60, fabric.rails)
+    legend, legend_h = _legend(fabric, 40, y + 60, fabric.rails, limits)
     body.append(
         f'<text class="note" x="40" y="{y + 48:.1f}" font-size="{FONT}">{gpus_note}; '
         "node cables coloured by rail</text>"
     )
     body.append(legend)
-    return _svg(width, y + 80 + legend_h, f"{cluster}: compute fabric", body)
+    block, block_h = _limits_block(limits, 40, y + 70 + legend_h, width - 80)
+    if block:
+        body.append(block)
+    return _svg(width, y + 80 + legend_h + block_h, f"{cluster}: compute fabric", body)
 
 
 def _switch_label(name: str) -> tuple[str, ...]:
@@ -227,10 +271,21 @@ def _span(indexes: Sequence[int]) -> str:
     return f"islands {indexes[0]}-{indexes[-1]} (x{len(indexes)})"
 
 
-def grouped(cluster: str, fabric: Fabric, gpus_per_node: int) -> str:
+def grouped(
+    cluster: str, fabric: Fabric, gpus_per_node: int, limits: Sequence[FabricLimit] = ()
+) -> str:
     groups = _island_groups(fabric.islands)
+    mesh, reach = _limit(limits, "spines-per-group"), _limit(limits, "groups-per-core")
     label_sets = []
     for indexes, island in groups:
+        # Of several islands, each has its own spines; one island may be pods, whose
+        # spines the limit counts per pod.
+        spines = island.spines if len(fabric.islands) > 1 else (mesh.needed if mesh else 0)
+        unmeshed = (
+            (f"not non-blocking: a leaf reaches {mesh.available:,} of {spines:,} spines",)
+            if mesh is not None and spines > mesh.available
+            else ()
+        )
         label_sets.append(
             (
                 _span(indexes),
@@ -239,6 +294,7 @@ def grouped(cluster: str, fabric: Fabric, gpus_per_node: int) -> str:
                     f"each {island.nodes:,} nodes, {island.nodes * gpus_per_node:,} GPUs",
                     f"{island.leaves:,} leaves, {island.spines:,} spines",
                     f"{island.nodes * fabric.rails:,} endpoints, {fabric.rails} rails",
+                    *unmeshed,
                 ),
             )
         )
@@ -248,18 +304,25 @@ def grouped(cluster: str, fabric: Fabric, gpus_per_node: int) -> str:
     y = 70.0
     core: Box | None = None
     if fabric.core_switches:
-        core_lines = (
+        core_lines: tuple[str, ...] = (
             f"core: {fabric.core_switches:,} x {fabric.spine_model}",
             f"{fabric.spine_core_links:,} spine-core cables",
         )
+        if reach is not None:
+            core_lines += (
+                f"a fourth tier is needed: the core reaches {reach.available:,} of "
+                f"{reach.needed:,}",
+            )
         core_w = max(text_width(line) for line in core_lines) + 24
-        core = Box("core", "core", (width - core_w) / 2, y, core_w, 48, core_lines)
+        core_h = 48 if len(core_lines) == 2 else 64
+        core = Box("core", "core", (width - core_w) / 2, y, core_w, core_h, core_lines)
         y += 150
     share = (width - 80) / len(groups)
     islands: list[Box] = []
+    box_h = 80 if max(len(lines) for _, lines in label_sets) == 4 else 96
     for n, (name, lines) in enumerate(label_sets):
         x = 40 + n * share + (share - box_w) / 2
-        islands.append(Box(name, "spine", x, y, box_w, 80, lines))
+        islands.append(Box(name, "spine", x, y, box_w, box_h, lines))
     body.append('<g class="links">')
     if core is not None:
         for (_, island), box in zip(groups, islands, strict=True):
@@ -283,23 +346,34 @@ def grouped(cluster: str, fabric: Fabric, gpus_per_node: int) -> str:
     if core is not None:
         body.append(_box_svg(core))
     body.extend(_box_svg(box) for box in islands)
-    y += 80 + 40
+    y += box_h + 40
+    count = sum(len(i) for i, _ in groups)
     note = (
-        f"{sum(len(i) for i, _ in groups)} islands; in each, leaves are "
-        f"{fabric.island_oversubscription:g}:1 to spines"
+        f"{count} islands; in each, leaves are {fabric.island_oversubscription:g}:1 to spines"
+        if mesh is None
+        else f"{count} islands; leaves have {fabric.island_oversubscription:g}:1 uplinks but "
+        f"reach {mesh.available:,} of up to {mesh.needed:,} spines: not non-blocking"
     )
     body.append(f'<text class="note" x="40" y="{y:.1f}" font-size="{FONT}">{escape(note)}</text>')
-    legend, legend_h = _legend(fabric, 40, y + 20, 1)
+    legend, legend_h = _legend(fabric, 40, y + 20, 1, limits)
     body.append(legend)
-    return _svg(width, y + 40 + legend_h, f"{cluster}: compute fabric (grouped)", body)
+    block, block_h = _limits_block(limits, 40, y + 30 + legend_h, width - 80)
+    if block:
+        body.append(block)
+    return _svg(width, y + 40 + legend_h + block_h, f"{cluster}: compute fabric (grouped)", body)
 
 
 def fabric_svg(
-    cluster: str, fabric: Fabric, cables: Sequence[Cable] | None, gpus_per_node: int
+    cluster: str,
+    fabric: Fabric,
+    cables: Sequence[Cable] | None,
+    gpus_per_node: int,
+    limits: Sequence[FabricLimit] = (),
 ) -> str:
-    """The detailed view for small fabrics (given their cables), else the grouped one."""
+    """The detailed view for small fabrics (given their cables), else the grouped one;
+    `limits` are where the fabric falls short of a true Clos (`fabric_limits`)."""
     nodes = sum(island.nodes for island in fabric.islands)
     switches = fabric.leaves + fabric.spines + fabric.core_switches
     if cables is not None and nodes <= DETAILED_NODES and switches <= DETAILED_SWITCHES:
-        return detailed(cluster, fabric, cables)
-    return grouped(cluster, fabric, gpus_per_node)
+        return detailed(cluster, fabric, cables, limits)
+    return grouped(cluster, fabric, gpus_per_node, limits)
