@@ -14,12 +14,16 @@ Figures are derived by hand from NVIDIA's published numbers, each named where it
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
+from myriad.cli import main
 from myriad.plan.pipeline import plan_loaded
 from myriad.spec import load_spec_text
 
-from spec_builder import example_text, load_example
+from spec_builder import ROOT, example_text, load_example
 
 ONE_RACK = "gb200-nvl72"
 EIGHT_RACKS = "gb300-nvl72-8"
@@ -188,3 +192,35 @@ def test_hgx_servers_are_domains_of_their_own_gpus() -> None:
     # 8 HGX H100 nodes: 8 domains of 8 GPUs at 900 GB/s each = 7.2 TB/s (H100 datasheet).
     assert (domains.system, domains.domains, domains.gpus_per_domain) == (None, 8, 8)
     assert domains.domain_tbs == pytest.approx(7.2)
+
+
+def test_myriad_plan_shows_the_domains_the_fabric_and_the_rack(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    path = ROOT / "inventories" / ONE_RACK / "cluster.yaml"
+    assert main(["plan", str(path)]) == 0
+    out = capsys.readouterr().out
+    for heading in ("NVLink domains", "GB200-NVL72", "Fabric", "Power and cost", "FP4"):
+        assert heading in out, heading
+    assert "120 kW, liquid, 9 sw" in out
+    assert main(["plan", str(path), "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    [domains] = document["plan"]["nvlink"]
+    assert (domains["domains"], domains["gpus_per_domain"], domains["rack_kw"]) == (1, 72, 120)
+    assert document["plan"]["fabric"]["endpoints"] == 72
+
+
+def test_myriad_plan_refuses_an_nvl72_on_air_at_its_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = _with(ONE_RACK, "rack_kw: 130, cooling: liquid", "rack_kw: 25, cooling: air")
+    path = tmp_path / "cluster.yaml"
+    path.write_text(text)
+    assert main(["plan", str(path), "--json"]) == 1
+    findings = {f["id"]: f for f in json.loads(capsys.readouterr().out)["findings"]}
+    line = next(i for i, t in enumerate(text.splitlines(), 1) if t.startswith("facility:"))
+    # Both on the facility line: cooling (liquid-only rack on air) and the 25 kW budget
+    # against the rack's 120 kW (rack-power points at the pool's profile).
+    assert findings["rack-liquid-cooling"]["location"].startswith(f"{path}:{line}:")
+    assert findings["rack-liquid-cooling"]["severity"] == "error"
+    assert findings["rack-power"]["numbers"] == {"rack_system_kw": 120, "rack_kw": 25}
