@@ -8,8 +8,10 @@ Figures are derived by hand from NVIDIA's published numbers, each named where it
   manual, "NVLink Switch Integration": 9 NVLink switch trays per rack).
 - GB200 NVL72 spec table: FP4 1,440, FP8/FP6 720, FP16/BF16 360 PFLOPS per rack, with
   sparsity (dense: half). GB300 NVL72: FP4 1,080 PFLOPS dense, FP8 720 with sparsity.
-- Rack power: NVIDIA's spec table gives none; the catalog's 120 kW (GB200, ServeTheHome at
-  GTC 2024) and 132 kW (GB300, its power shelves' output) are public figures, as cited there.
+- NVIDIA DGX GB200 User Guide, "Hardware": 18 1RU compute trays (2 Grace, 4 GPUs, 4x
+  ConnectX-7 400G each) and 9 1RU NVLink switch trays per rack.
+- Rack power: GB300 NVL72 "up to 142 kW" (NVIDIA Enterprise RA, NVL72 AI Factory); GB200
+  NVL72 120 kW (ServeTheHome at GTC 2024; no NVIDIA page read here gives one).
 """
 
 from __future__ import annotations
@@ -98,8 +100,8 @@ def test_eight_gb300_racks_are_eight_domains_on_an_xdr_fabric() -> None:
     assert (plan.fabric.leaf_model, plan.fabric.radix, plan.fabric.leaves) == ("Q3400", 144, 8)
     # GB300 NVL72: 1,080 PFLOPS dense FP4 per rack (NVIDIA) x 8 racks.
     assert plan.compute.peak_fp4_pflops == pytest.approx(8 * 1080)
-    # Eight racks at 132 kW each, plus 3 head servers at 1.2 kW.
-    assert plan.power.server_kw == pytest.approx(8 * 132 + 3 * 1.2)
+    # Eight racks at NVIDIA's "up to 142 kW" each, plus 3 head servers at 1.2 kW.
+    assert plan.power.server_kw == pytest.approx(8 * 142 + 3 * 1.2)
 
 
 def test_fp4_training_time_uses_the_fp4_rate() -> None:

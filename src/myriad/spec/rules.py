@@ -63,7 +63,7 @@ _RULES = (
     ),
     Rule(
         "rack-liquid-cooling",
-        "A rack-scale system (GB200 / GB300 NVL72) is liquid-cooled only: its 120-132 kW "
+        "A rack-scale system (GB200 / GB300 NVL72) is liquid-cooled only: its 120-142 kW "
         "cannot be taken away by air.",
         "facility.cooling: liquid in a hall with direct-to-chip liquid cooling.",
         acceptable=False,
