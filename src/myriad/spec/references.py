@@ -81,8 +81,8 @@ def _references(data: Mapping[str, Any], shipped: Catalog, source: SourceMap) ->
     for name, raw in _mapping(extra.get("servers")).items():
         rack = _mapping(raw).get("rack_system")
         if isinstance(rack, str) and rack not in racks:
-            path: Path = ("catalog", "servers", name, "rack_system")
-            yield _unknown(source, path, "rack-scale system", rack, racks)
+            at: Path = ("catalog", "servers", name, "rack_system")
+            yield _unknown(source, at, "rack-scale system", rack, racks)
 
     raw_profiles = data.get("profiles")
     profiles = _mapping(raw_profiles)
