@@ -226,3 +226,26 @@ def test_myriad_plan_refuses_an_nvl72_on_air_at_its_line(
     assert findings["rack-liquid-cooling"]["location"].startswith(f"{path}:{line}:")
     assert findings["rack-liquid-cooling"]["severity"] == "error"
     assert findings["rack-power"]["numbers"] == {"rack_system_kw": 120, "rack_kw": 25}
+
+
+def test_servers_beside_the_racks_keep_the_tree_and_say_so() -> None:
+    # One GB200 NVL72 rack and two HGX H100 servers: topology/block would need the H100s in a
+    # block of 18 as well, so the plan warns at the H100 pool and no OS error follows.
+    text = _with(
+        ONE_RACK,
+        "  - {name: gpu, profile: gb200-tray, count: 18, role: compute}\n",
+        "  - {name: gpu, profile: gb200-tray, count: 18, role: compute}\n"
+        "  - {name: hgx, profile: hgx, count: 2, role: compute}\n",
+    )
+    text = text.replace(
+        "  head:\n",
+        "  hgx:\n    server: HGX-H100-8GPU\n    gpu: {model: H100-SXM5-80GB, count: 8}\n"
+        "    cpu: {sockets: 2, cores_per_socket: 48}\n    memory_gib: 2048\n"
+        "    pcie: {gen: 5, switches: 4}\n    nvswitch: 4\n"
+        "    nics:\n      compute: {model: ConnectX-7, count: 4}\n  head:\n",
+    )
+    result = _plan(text)
+    [finding] = [f for f in result.findings if f.id == "slurm-blocks-mixed"]
+    assert finding.severity == "warning"
+    assert finding.path == ("pools", 2, "profile")
+    assert "hgx" in finding.message

@@ -108,3 +108,21 @@ def test_no_blocks_without_slurm(orchestrator: str) -> None:
         "slurm_topology_blocks" not in inventory.tables
         or not inventory.tables["slurm_topology_blocks"]
     )
+
+
+def test_servers_beside_the_racks_keep_the_switch_tree() -> None:
+    from myriad.spec import load_spec_text
+
+    text = example_text("gb200-nvl72").replace(
+        "  - {name: gpu, profile: gb200-tray, count: 18, role: compute}\n",
+        "  - {name: gpu, profile: gb200-tray, count: 18, role: compute}\n"
+        "  - {name: hgx, profile: head, count: 2, role: compute}\n",
+    )
+    result = plan_loaded(load_spec_text(text, "cluster.yaml"))
+    assert result.plan is not None
+    inventory = build_inventory(result.loaded.spec, result.loaded.catalog, result.plan)
+    # 18 trays and 2 other nodes cannot be blocks of one size: the tree places all 20.
+    assert inventory.tables["slurm_topology_blocks"] == []
+    assert "slurm_topology_plugin" not in inventory.group_vars["all"]
+    placed = [n for s in inventory.tables["slurm_topology_switches"] for n in s.get("nodes", [])]
+    assert sorted(placed) == [f"gpu{i:02d}" for i in range(1, 19)] + ["hgx01", "hgx02"]

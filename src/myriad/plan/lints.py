@@ -863,6 +863,22 @@ def _slurm_topology(loaded: LoadedSpec, plan: Plan) -> Iterator[Finding]:
     racks = [d for d in plan.nvlink if d.system is not None]
     if not racks:
         return
+    in_racks = {d.pool for d in racks}
+    others = [p.name for p in spec.pools_with_role("compute") if p.name not in in_racks]
+    if others:
+        index = next(i for i, p in enumerate(spec.pools) if p.name == others[0])
+        yield Finding(
+            id="slurm-blocks-mixed",
+            severity="warning",
+            message=f"compute pool(s) {', '.join(others)} are not trays of a rack-scale system: "
+            f"Slurm's {BLOCK_PLUGIN} needs every compute node in a block of one size, so the "
+            f"cluster keeps topology/tree and a job may straddle {racks[0].system} racks",
+            suggestion="put the other servers in a cluster of their own, or accept that jobs "
+            "on the racks are not kept inside one NVLink domain",
+            path=("pools", index, "profile"),
+            numbers={"pools_outside_racks": len(others)},
+        )
+        return
     row = os_table()[spec.software.os]
     if BLOCK_PLUGIN in row.topology_plugins.value:
         return

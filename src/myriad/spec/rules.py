@@ -255,6 +255,13 @@ _RULES = (
         acceptable=False,
     ),
     Rule(
+        "slurm-blocks-mixed",
+        "topology/block (Slurm 23.11) wants every compute node in a block, every block the same "
+        "size: with servers beside NVL72 racks the cluster keeps the switch tree, and Slurm "
+        "does not keep a job inside one rack's NVLink domain.",
+        "One cluster per kind of compute node, or accept the tree for the mix.",
+    ),
+    Rule(
         "workload-precision",
         "FP8 or FP4 training on GPUs without those tensor cores runs at BF16 rates at best.",
         "workload.precision: bf16, or GPUs with FP8 (FP4: Blackwell).",
