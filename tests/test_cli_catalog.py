@@ -92,3 +92,12 @@ def test_the_readmes_own_entry_is_listed_with_spec(
 def test_an_unknown_kind_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["catalog", "list", "cables"]) == 2
     assert "no catalog kind 'cables': the kinds are gpus, nics" in capsys.readouterr().err
+
+
+def test_racks_are_listed_with_trays_domain_and_power(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["catalog", "list", "racks"]) == 0
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if line.startswith("GB300-NVL72 "))
+    # NVIDIA's Enterprise RA (NVL72 AI Factory): 18 trays of 4 GPUs, 9 NVSwitch trays, 72
+    # GPUs at 130 TB/s, up to 142 kW.
+    assert row.split()[1:6] == ["18", "9", "72", "130", "142"]

@@ -34,7 +34,7 @@ TEMPLATE = re.compile(r"^\s*src:\s*\"?([\w.-]+\.j2)\"?\s*$", re.M)
 # from them would carry one node's settings to every node started from it.
 PER_NODE = re.compile(
     r"inventory_hostname|myriad_address|ansible_host\b|common_hosts|common_hostname\b"
-    r"|slurm_node_name|slurm_nodes|slurm_partitions|slurm_topology_switches|slurm_controllers"
+    r"|slurm_node_name|slurm_nodes|slurm_partitions|slurm_topology_switches|slurm_topology_blocks|slurm_controllers"
     r"|nccl_socket_address|__slurm_munge_key_source|slurm_munge_key_host"
     # The host variables the renderer writes per node (render/role_vars.py host_role_vars).
     r"|storage_net_address|infiniband_opensm_enabled|kubernetes_node_ip|kubernetes_node_island"

@@ -54,6 +54,28 @@ def test_the_catalog_has_the_parts_operators_ask_for() -> None:
     for layout in catalog.servers.values():
         assert layout.gpu_model in catalog.gpus
         assert layout.compute_nics.model in catalog.nics
+        # A compute tray's rack holds exactly its trays' GPUs (NVL72: 18 trays x 4 = 72).
+        if layout.rack_system is not None:
+            rack = catalog.racks[layout.rack_system]
+            assert rack.compute_trays * layout.gpu_count == rack.gpus
+
+
+def test_the_catalog_has_the_current_generation() -> None:
+    catalog = shipped_catalog()
+    assert {"B300-SXM-288GB", "GB200-186GB", "GB300-288GB"} <= set(catalog.gpus)
+    assert "Q3400" in catalog.switches
+    # NVIDIA: 18 compute trays and 9 NVLink switch trays, 72 GPUs and 36 Grace CPUs, one
+    # 130 TB/s NVLink domain, liquid-cooled (hardware.yaml names where each figure is read).
+    for name in ("GB200-NVL72", "GB300-NVL72"):
+        rack = catalog.racks[name]
+        assert (rack.compute_trays, rack.switch_trays, rack.gpus, rack.cpus) == (18, 9, 72, 36)
+        assert (rack.nvlink_domain_tbs, rack.cooling) == (130, "liquid")
+    # Quantum-X800: 144 ports of 800 Gb/s (115.2 Tb/s).
+    q3400 = catalog.switches["Q3400"]
+    assert q3400.ports * q3400.port_speed_gbps == 115_200
+    # Every Blackwell GPU has FP4; Hopper has none.
+    assert all(catalog.gpus[g].fp4_dense_tflops for g in ("B200-SXM-180GB", "GB300-288GB"))
+    assert catalog.gpus["H100-SXM5-80GB"].fp4_dense_tflops is None
 
 
 def test_a_spec_can_add_and_override_catalog_entries() -> None:

@@ -28,11 +28,14 @@ def training_days(flops: float, peak_pflops: float | None, mfu: float) -> float 
 
 def plan_compute(spec: Cluster, catalog: Catalog) -> Compute:
     """Peaks and the training estimate over the GPUs of compute pools only: a GPU in a
-    login or storage pool does not train (it is counted in the plan's GPU total)."""
+    login or storage pool does not train (it is counted in the plan's GPU total).
+
+    A low-precision peak (FP8, FP4) exists only when every training GPU has that rate: a
+    cluster is as fast as its slowest part at a precision some GPUs cannot run."""
     gpus = 0
     bf16_tflops = 0.0
-    fp8_tflops: float | None = 0.0
-    no_fp8: list[str] = []
+    low: dict[str, float | None] = {"fp8": 0.0, "fp4": 0.0}
+    lacking: dict[str, list[str]] = {"fp8": [], "fp4": []}
     for pool in spec.pools_with_role("compute"):
         profile = spec.profiles[pool.profile]
         if profile.gpu is None:
@@ -41,28 +44,29 @@ def plan_compute(spec: Cluster, catalog: Catalog) -> Compute:
         count = pool.count * profile.gpu.count
         gpus += count
         bf16_tflops += count * model.bf16_dense_tflops
-        if fp8_tflops is not None and model.fp8_dense_tflops is not None:
-            fp8_tflops += count * model.fp8_dense_tflops
-        else:
-            fp8_tflops = None
-        if model.fp8_dense_tflops is None and profile.gpu.model not in no_fp8:
-            no_fp8.append(profile.gpu.model)
-    bf16 = bf16_tflops / TFLOPS_PER_PFLOPS
-    fp8 = fp8_tflops / TFLOPS_PER_PFLOPS if fp8_tflops is not None and gpus else None
+        rates = {"fp8": model.fp8_dense_tflops, "fp4": model.fp4_dense_tflops}
+        for precision, rate in rates.items():
+            total = low[precision]
+            low[precision] = None if total is None or rate is None else total + count * rate
+            if rate is None and profile.gpu.model not in lacking[precision]:
+                lacking[precision].append(profile.gpu.model)
+    peaks: dict[str, float | None] = {"bf16": bf16_tflops / TFLOPS_PER_PFLOPS}
+    for precision, total in low.items():
+        peaks[precision] = total / TFLOPS_PER_PFLOPS if total is not None and gpus else None
     workload = spec.workload
     flops = training_flops(workload.params_billion, workload.tokens_billion)
-    peak = fp8 if workload.precision == "fp8" else bf16
     return Compute(
         gpus=gpus,
-        peak_bf16_pflops=bf16,
-        peak_fp8_pflops=fp8,
+        peak_bf16_pflops=bf16_tflops / TFLOPS_PER_PFLOPS,
+        peak_fp8_pflops=peaks["fp8"],
         params_billion=workload.params_billion,
         tokens_billion=workload.tokens_billion,
         mfu=workload.mfu,
         precision=workload.precision,
         training_flops=flops,
-        training_days=training_days(flops, peak, workload.mfu),
+        training_days=training_days(flops, peaks[workload.precision], workload.mfu),
         # Without a workload: section the figures are for the model's default run.
         workload_from_spec="workload" in spec.model_fields_set,
-        unsupported_precision=tuple(no_fp8) if workload.precision == "fp8" else (),
+        unsupported_precision=tuple(lacking.get(workload.precision, ())),
+        peak_fp4_pflops=peaks["fp4"],
     )

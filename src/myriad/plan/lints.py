@@ -18,8 +18,9 @@ from myriad.errors import AddressError, Path, format_path
 from myriad.plan.addresses import FIRST_HOST_OFFSET, rail_addresses
 from myriad.plan.bandwidth import pcie_slot_gbs
 from myriad.plan.fabric import fabric_limits, rail_leaves
-from myriad.plan.model import Plan
+from myriad.plan.model import NvlinkDomains, Plan
 from myriad.plan.nodes import iter_nodes
+from myriad.plan.nvlink import rack_system_of
 from myriad.spec.catalog_models import NicModel
 from myriad.spec.loader import LoadedSpec
 from myriad.spec.models import NicGroup, Profile
@@ -40,6 +41,8 @@ HOST_MEMORY_RATIO_GOOD = 2.0
 DRAIN_SHARE_WARN = 0.25
 # Addresses a subnet loses to network, broadcast and gateway.
 RESERVED_ADDRESSES = 3
+# Slurm's topology plugin for NVLink domains (topology.conf(5), new in 23.11).
+BLOCK_PLUGIN = "topology/block"
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +153,10 @@ def gpu_nic_placement(loaded: LoadedSpec, plan: Plan) -> Iterator[Finding]:
         group = profile.nics.compute
         if profile.gpu is None or group is None or profile.gpu.count < 2:
             continue
+        if rack_system_of(profile, loaded.catalog) is not None:
+            # A Grace Blackwell tray's GPUs reach their Grace CPU over NVLink-C2C, not PCIe:
+            # the NICs hang off Grace's root ports by design, with no PCIe switch to share.
+            continue
         switches = profile.pcie.switches
         if switches == 0:
             yield Finding(
@@ -223,9 +230,14 @@ def host_resources(loaded: LoadedSpec, plan: Plan) -> Iterator[Finding]:
 
 def rack_power(loaded: LoadedSpec, plan: Plan) -> Iterator[Finding]:
     facility = loaded.spec.facility
+    racks = {d.pool: d for d in plan.nvlink if d.system is not None}
     for pool in plan.pools:
+        index = next(i for i, p in enumerate(loaded.spec.pools) if p.name == pool.name)
+        domains = racks.get(pool.name)
+        if domains is not None:
+            yield from _rack_system_fit(loaded, domains, index)
+            continue
         if pool.server_kw > facility.rack_kw:
-            index = next(i for i, p in enumerate(loaded.spec.pools) if p.name == pool.name)
             yield Finding(
                 id="rack-power",
                 severity="error",
@@ -248,6 +260,54 @@ def rack_power(loaded: LoadedSpec, plan: Plan) -> Iterator[Finding]:
             suggestion="use liquid cooling (rear-door or direct-to-chip), or lower rack_kw",
             path=("facility", "rack_kw"),
             numbers={"rack_kw": facility.rack_kw, "air_limit_kw": AIR_COOLED_RACK_KW},
+        )
+
+
+def _rack_system_fit(loaded: LoadedSpec, domains: NvlinkDomains, index: int) -> Iterator[Finding]:
+    """A rack-scale system comes whole: its power and cooling are the facility's to carry."""
+    facility = loaded.spec.facility
+    rack_kw = domains.rack_kw or 0.0
+    what = (
+        f"one {domains.system} rack ({domains.nodes_per_domain} compute trays, "
+        f"{domains.switch_trays_per_domain} NVLink switch trays)"
+    )
+    if rack_kw > facility.rack_kw:
+        yield Finding(
+            id="rack-power",
+            severity="error",
+            message=f"{what} draws {rack_kw:g} kW, more than the {facility.rack_kw:g} kW a rack "
+            "may draw (facility.rack_kw); its trays cannot be spread over more racks",
+            suggestion=f"raise facility.rack_kw to at least {rack_kw:g} in a hall built for it, "
+            "or plan servers that fit the racks you have",
+            path=("pools", index, "profile"),
+            numbers={"rack_system_kw": rack_kw, "rack_kw": facility.rack_kw},
+        )
+    if domains.cooling == "liquid" and facility.cooling != "liquid":
+        yield Finding(
+            id="rack-liquid-cooling",
+            severity="error",
+            message=f"{what} is liquid-cooled only and draws {rack_kw:g} kW; the facility "
+            f"cools racks with {facility.cooling}",
+            suggestion="set facility.cooling: liquid where the hall has direct-to-chip liquid "
+            "cooling (coolant distribution units), or plan air-cooled servers",
+            path=("facility", "cooling"),
+            numbers={"rack_system_kw": rack_kw},
+        )
+    if domains.partial_nodes:
+        full = domains.domains - 1
+        pool = loaded.spec.pools[index]
+        yield Finding(
+            id="nvlink-domain-partial",
+            severity="error",
+            message=f"pool {pool.name} has {pool.count} {domains.system} compute trays: "
+            f"{full} full rack(s) of {domains.nodes_per_domain} and {domains.partial_nodes} "
+            f"in a rack short of {domains.nodes_per_domain - domains.partial_nodes}; a "
+            f"{domains.system} is one NVLink domain of {domains.nodes_per_domain} trays, and "
+            "Slurm's topology/block (23.11) refuses blocks of unequal size",
+            suggestion=f"make count a multiple of {domains.nodes_per_domain}: "
+            f"{full * domains.nodes_per_domain} or {(full + 1) * domains.nodes_per_domain}",
+            path=("pools", index, "count"),
+            numbers={"trays": pool.count, "trays_per_rack": domains.nodes_per_domain},
         )
 
 
@@ -577,6 +637,7 @@ def software_fit(loaded: LoadedSpec, plan: Plan) -> Iterator[Finding]:
         )
     yield from _driver_branch(loaded)
     yield from _slurm_fit(loaded)
+    yield from _slurm_topology(loaded, plan)
     yield from _kubernetes_fit(loaded, plan)
     if spec.network.fabric == "infiniband":
         ib = spec.network.ib
@@ -793,6 +854,52 @@ def _slurm_cgroups(loaded: LoadedSpec) -> Iterator[Finding]:
     )
 
 
+def _slurm_topology(loaded: LoadedSpec, plan: Plan) -> Iterator[Finding]:
+    """NVLink domains larger than a node are scheduled with topology/block: the OS's Slurm
+    must ship it (from 23.11; the OS capability table says which does)."""
+    spec = loaded.spec
+    if spec.software.orchestrator != "slurm":
+        return
+    racks = [d for d in plan.nvlink if d.system is not None]
+    if not racks:
+        return
+    in_racks = {d.pool for d in racks}
+    others = [p.name for p in spec.pools_with_role("compute") if p.name not in in_racks]
+    if others:
+        index = next(i for i, p in enumerate(spec.pools) if p.name == others[0])
+        yield Finding(
+            id="slurm-blocks-mixed",
+            severity="warning",
+            message=f"compute pool(s) {', '.join(others)} are not trays of a rack-scale system: "
+            f"Slurm's {BLOCK_PLUGIN} needs every compute node in a block of one size, so the "
+            f"cluster keeps topology/tree and a job may straddle {racks[0].system} racks",
+            suggestion="put the other servers in a cluster of their own, or accept that jobs "
+            "on the racks are not kept inside one NVLink domain",
+            path=("pools", index, "profile"),
+            numbers={"pools_outside_racks": len(others)},
+        )
+        return
+    row = os_table()[spec.software.os]
+    if BLOCK_PLUGIN in row.topology_plugins.value:
+        return
+    yield Finding(
+        id="slurm-os-topology",
+        severity="error",
+        message=f"{racks[0].system} racks are NVLink domains of {racks[0].nodes_per_domain} "
+        f"nodes, which Slurm places jobs in with {BLOCK_PLUGIN}; Slurm "
+        f"{row.slurm.value} on {spec.software.os} has no such plugin (it has "
+        f"{', '.join(row.topology_plugins.value)}; {row.topology_plugins.source})",
+        suggestion=f"set software.os to one whose Slurm has {BLOCK_PLUGIN} (23.11 or later): "
+        + ", ".join(
+            name
+            for name, other in os_table().items()
+            if BLOCK_PLUGIN in other.topology_plugins.value
+        ),
+        path=("software", "os"),
+        numbers={"slurm": row.slurm.value},
+    )
+
+
 def _subnet_manager_domains(loaded: LoadedSpec) -> Iterator[Finding]:
     """Master and standby OpenSM on one island (one leaf group, one power domain) fail together."""
     spec = loaded.spec
@@ -822,9 +929,12 @@ def figures_the_spec_cannot_have(loaded: LoadedSpec, plan: Plan) -> Iterator[Fin
         yield Finding(
             id="workload-precision",
             severity="warning",
-            message=f"fp8 training on {models}, which has no FP8 tensor cores: the plan has "
-            "no training time for it",
-            suggestion="set workload.precision: bf16, or plan GPUs with FP8 (H100, H200)",
+            message=f"{compute.precision} training on {models}, which has no "
+            f"{compute.precision.upper()} tensor cores: the plan has no training time for it",
+            suggestion="set workload.precision: bf16, or plan GPUs with "
+            f"{compute.precision.upper()} ("
+            + ("H100, H200" if compute.precision == "fp8" else "B300, GB200, GB300")
+            + ")",
             path=("workload", "precision"),
             numbers={"precision": compute.precision},
         )

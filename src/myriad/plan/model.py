@@ -135,6 +135,27 @@ class NodeBandwidth:
 
 
 @dataclass(frozen=True, slots=True)
+class NvlinkDomains:
+    """The NVLink domains of one compute pool. `system`: the rack-scale system whose racks are
+    the domains (GB200-NVL72), or None where each server is a domain of its own GPUs.
+    `partial_nodes`: trays in a last rack short of `nodes_per_domain` (0: none); that rack is
+    counted in `domains`. `domain_tbs`: NVLink bandwidth of one domain, as the vendor states it
+    for a rack, else the GPUs' per-GPU figure summed. `rack_kw`, `cooling`: the rack's own."""
+
+    pool: str
+    system: str | None
+    nodes_per_domain: int
+    gpus_per_domain: int
+    domains: int
+    partial_nodes: int
+    domain_tbs: float
+    cpus_per_domain: int
+    switch_trays_per_domain: int
+    rack_kw: float | None
+    cooling: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class Compute:
     gpus: int
     peak_bf16_pflops: float
@@ -147,6 +168,7 @@ class Compute:
     training_days: float | None
     workload_from_spec: bool
     unsupported_precision: tuple[str, ...]
+    peak_fp4_pflops: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,6 +201,7 @@ class Plan:
     bandwidth: tuple[NodeBandwidth, ...]
     compute: Compute
     checkpoint: Checkpoint | None
+    nvlink: tuple[NvlinkDomains, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

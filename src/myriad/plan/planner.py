@@ -7,6 +7,7 @@ from myriad.plan.checkpoint import plan_checkpoint
 from myriad.plan.compute import plan_compute
 from myriad.plan.fabric import plan_fabric
 from myriad.plan.model import Plan, PoolSummary
+from myriad.plan.nvlink import plan_nvlink
 from myriad.plan.power import plan_power, server_kw
 from myriad.spec.catalog_models import Catalog
 from myriad.spec.models import Cluster, Pool
@@ -46,4 +47,5 @@ def make_plan(spec: Cluster, catalog: Catalog) -> Plan:
         bandwidth=plan_bandwidth(spec, catalog),
         compute=plan_compute(spec, catalog),
         checkpoint=plan_checkpoint(spec, catalog),
+        nvlink=plan_nvlink(spec, catalog),
     )

@@ -15,6 +15,7 @@ import math
 from collections import Counter
 
 from myriad.plan.model import Fabric, Power, RackFill
+from myriad.plan.nvlink import rack_system_of
 from myriad.spec.catalog_models import Catalog
 from myriad.spec.models import Cluster, Profile
 
@@ -49,9 +50,16 @@ def estimated_server_kw(profile: Profile, catalog: Catalog) -> float:
 
 
 def server_kw(profile: Profile, catalog: Catalog) -> float:
-    """The profile's own figure, else its catalog layout's maximum, else the estimate."""
+    """The profile's own figure, else its catalog layout's maximum, else the estimate.
+
+    A compute tray of a rack-scale system counts its share of the rack's power (switch trays
+    and power shelves included), so a whole rack of trays adds up to the rack's figure."""
     if profile.power_kw is not None:
         return profile.power_kw
+    system = rack_system_of(profile, catalog)
+    if system is not None:
+        rack = system[1]
+        return rack.max_power_kw / rack.compute_trays
     if profile.server is not None:
         return catalog.servers[profile.server].max_power_kw
     return estimated_server_kw(profile, catalog)
@@ -132,17 +140,23 @@ def plan_power(spec: Cluster, catalog: Catalog, fabric: Fabric | None) -> Power:
         kw_each.append(kw)
         gpus += count * gpu_kw(profile, catalog)
         servers += count * kw
-        power_fit = _fits(facility.rack_kw, kw)
-        space_fit = _fits(facility.rack_units, units)
-        fit = min(power_fit, space_fit)
+        system = rack_system_of(profile, catalog)
+        if system is None:
+            power_fit = _fits(facility.rack_kw, kw)
+            space_fit = _fits(facility.rack_units, units)
+            fit = min(power_fit, space_fit)
+            over = fit == 0
+        else:
+            # A rack-scale system is its own rack: its trays fill it whatever the budget says;
+            # a rack that draws more than the budget is the rack-power lint's error.
+            power_fit = space_fit = fit = system[1].compute_trays
+            over = False
         by_power += _racks_for(count, power_fit)
         by_space += _racks_for(count, space_fit)
         racks += _racks_for(count, fit)
         per_rack.append(fit)
         full, rest = divmod(count, fit) if fit else (count, 0)
-        fills.append(
-            RackFill(name, tuple(roles[name]), max(fit, 1), full, rest, units, kw, fit == 0)
-        )
+        fills.append(RackFill(name, tuple(roles[name]), max(fit, 1), full, rest, units, kw, over))
     switches = fabric.switch_kw if fabric is not None else 0.0
     other_switches = sum(
         g.count * catalog.switches[g.model].power_w / WATTS_PER_KW for g in spec.network.switches

@@ -28,6 +28,7 @@ from myriad.render.role_vars import (
     host_role_vars,
     pool_vars,
     role_group_vars,
+    slurm_blocks,
     slurm_topology,
 )
 from myriad.render.tables import FILE_MARKER, LOADED_MARKER, TABLE_VARIABLES, TABLES_FILE
@@ -137,7 +138,14 @@ def build_inventory(
     group_vars: dict[str, dict[str, Any]] = {
         "all": cluster_vars(spec, catalog, plan, nodes, addresses, filesystem=filesystem)
     }
-    group_vars["all"]["slurm_topology_switches"] = slurm_topology(spec, plan, nodes)
+    blocks = slurm_blocks(spec, plan, nodes)
+    group_vars["all"]["slurm_topology_blocks"] = blocks
+    if blocks:
+        # NVLink domains: Slurm places a job inside one with topology/block, not the tree.
+        group_vars["all"]["slurm_topology_plugin"] = "topology/block"
+        group_vars["all"]["slurm_topology_switches"] = []
+    else:
+        group_vars["all"]["slurm_topology_switches"] = slurm_topology(spec, plan, nodes)
     tables = _split_tables(group_vars["all"])
     group_vars.update(role_group_vars(spec, nodes, addresses))
     for name, values in pool_vars_by_name.items():

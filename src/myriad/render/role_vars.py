@@ -521,6 +521,30 @@ def slurm_topology(spec: Cluster, plan: Plan, nodes: Sequence[NodeRecord]) -> li
     return switches
 
 
+def slurm_blocks(spec: Cluster, plan: Plan, nodes: Sequence[NodeRecord]) -> list[dict[str, Any]]:
+    """One block per NVLink domain, for topology/block (topology.conf(5), Slurm 23.11).
+
+    The trays of a rack-scale pool fill racks in host order, as the plan counts them, so each
+    block is one rack's trays. Empty where some compute node is not a tray (its NVLink stops at
+    the server, and Slurm 23.11 wants every block the same size): those clusters keep the tree.
+    """
+    if spec.software.orchestrator != "slurm":
+        return []
+    racks = {d.pool: d for d in plan.nvlink if d.system is not None}
+    if not racks or any(p.name not in racks for p in spec.pools_with_role("compute")):
+        return []
+    members: list[list[str]] = []
+    for pool, domains in racks.items():
+        trays = [node.name for node in nodes if node.pool == pool]
+        size = domains.nodes_per_domain
+        members += [trays[start : start + size] for start in range(0, len(trays), size)]
+    width = max(2, len(str(len(members))))
+    return [
+        {"name": f"nvl{number:0{width}d}", "nodes": names}
+        for number, names in enumerate(members, start=1)
+    ]
+
+
 def role_group_vars(
     spec: Cluster, nodes: Sequence[NodeRecord], addresses: Mapping[str, str]
 ) -> dict[str, dict[str, Any]]:

@@ -17,7 +17,13 @@ from __future__ import annotations
 from pathlib import Path
 
 # The role variables that hold one entry per node (or per node set of every pool).
-TABLE_VARIABLES = ("common_hosts", "slurm_nodes", "slurm_partitions", "slurm_topology_switches")
+TABLE_VARIABLES = (
+    "common_hosts",
+    "slurm_nodes",
+    "slurm_partitions",
+    "slurm_topology_switches",
+    "slurm_topology_blocks",
+)
 TABLES_FILE = "cluster_tables.yml"
 # In the tables file: the run has loaded it.
 LOADED_MARKER = "myriad_cluster_tables"

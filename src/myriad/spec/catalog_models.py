@@ -55,6 +55,9 @@ class GpuModel(_Entry):
     fp8_dense_tflops: PositiveFloat | None = Field(
         default=None, description="Dense FP8 tensor throughput, TFLOPS; none: no FP8"
     )
+    fp4_dense_tflops: PositiveFloat | None = Field(
+        default=None, description="Dense FP4 tensor throughput, TFLOPS; none: no FP4"
+    )
     nvlink_gbs: float = Field(
         ge=0, description="NVLink bandwidth per GPU, both directions together, GB/s"
     )
@@ -151,6 +154,28 @@ class ServerLayout(_Entry):
         default=None,
         description="The vendor's published RDMA device names by purpose; none: discovered",
     )
+    rack_system: str | None = Field(
+        default=None,
+        description="The rack-scale system (a key of racks) this server is a compute tray of: "
+        "its trays come and go by whole racks, one NVLink domain each; none: a server alone",
+    )
+
+
+class RackSystem(_Entry):
+    """A rack sold as one machine (GB200 NVL72): compute trays joined by NVLink switch trays
+    into one NVLink domain, powered and cooled as a whole."""
+
+    compute_trays: PositiveInt = Field(le=72, description="Compute trays (one OS each)")
+    switch_trays: int = Field(ge=0, le=72, description="NVLink switch trays")
+    gpus: PositiveInt = Field(le=576, description="GPUs in the rack, all in one NVLink domain")
+    cpus: int = Field(ge=0, le=576, description="CPUs (Grace) in the rack")
+    nvlink_domain_tbs: PositiveFloat = Field(
+        description="NVLink bandwidth of the whole domain, TB/s, as the vendor states it"
+    )
+    max_power_kw: PositiveFloat = Field(
+        le=1000, description="Power of the whole rack, kW: trays, switch trays, power shelves"
+    )
+    cooling: Literal["air", "liquid"] = Field(description="How the rack must be cooled")
 
 
 class DriverBranch(_Entry):
@@ -182,6 +207,10 @@ class Catalog(BaseModel):
     servers: dict[str, ServerLayout] = Field(
         default_factory=dict, description="Server layouts by the name profiles give (server)"
     )
+    racks: dict[str, RackSystem] = Field(
+        default_factory=dict,
+        description="Rack-scale systems by the name server layouts give (rack_system)",
+    )
     driver_branches: dict[str, DriverBranch] = Field(
         default_factory=dict,
         description="NVIDIA driver branches still supported, by major version; others have ended",
@@ -194,5 +223,6 @@ class Catalog(BaseModel):
             nics={**self.nics, **other.nics},
             switches={**self.switches, **other.switches},
             servers={**self.servers, **other.servers},
+            racks={**self.racks, **other.racks},
             driver_branches={**self.driver_branches, **other.driver_branches},
         )

@@ -1032,9 +1032,10 @@ class Workload(_Model):
         le=1.0,
         description="Model FLOPs utilization, the share of peak the run sustains (0.40: 40 %)",
     )
-    precision: Literal["bf16", "fp8"] = Field(
+    precision: Literal["bf16", "fp8", "fp4"] = Field(
         default="bf16",
-        description="Precision the peak is taken at; fp8 on a GPU without FP8 gives no estimate",
+        description="Precision the peak is taken at (dense); fp8 or fp4 on a GPU without it "
+        "gives no estimate",
     )
 
 

@@ -77,6 +77,12 @@ def _references(data: Mapping[str, Any], shipped: Catalog, source: SourceMap) ->
     extra = _mapping(data.get("catalog"))
     servers, gpus = _names(shipped, extra, "servers"), _names(shipped, extra, "gpus")
     nics, switches = _names(shipped, extra, "nics"), _names(shipped, extra, "switches")
+    racks = _names(shipped, extra, "racks")
+    for name, raw in _mapping(extra.get("servers")).items():
+        rack = _mapping(raw).get("rack_system")
+        if isinstance(rack, str) and rack not in racks:
+            at: Path = ("catalog", "servers", name, "rack_system")
+            yield _unknown(source, at, "rack-scale system", rack, racks)
 
     raw_profiles = data.get("profiles")
     profiles = _mapping(raw_profiles)

@@ -62,6 +62,21 @@ _RULES = (
         "Liquid cooling (rear-door or direct-to-chip), or a lower facility.rack_kw.",
     ),
     Rule(
+        "rack-liquid-cooling",
+        "A rack-scale system (GB200 / GB300 NVL72) is liquid-cooled only: its 120-142 kW "
+        "cannot be taken away by air.",
+        "facility.cooling: liquid in a hall with direct-to-chip liquid cooling.",
+        acceptable=False,
+    ),
+    Rule(
+        "nvlink-domain-partial",
+        "An NVL72 rack is one NVLink domain of 18 compute trays: a pool that ends in part of a "
+        "rack has a domain short of trays, and Slurm 23.11's topology/block refuses blocks of "
+        "unequal size.",
+        "A tray count that is a multiple of the rack's compute trays.",
+        acceptable=False,
+    ),
+    Rule(
         "facility-power",
         "The cluster's facility power (IT power x PUE) exceeds what the site can deliver.",
         "Fewer nodes, a lower PUE, or more facility power (facility.power_limit_mw).",
@@ -233,9 +248,23 @@ _RULES = (
         acceptable=False,
     ),
     Rule(
+        "slurm-os-topology",
+        "Slurm places jobs inside NVLink domains larger than a node (NVL72 racks) with "
+        "topology/block, which Slurm has from 23.11 (Ubuntu 24.04); older Slurm has none.",
+        "software.os: ubuntu-24.04.",
+        acceptable=False,
+    ),
+    Rule(
+        "slurm-blocks-mixed",
+        "topology/block (Slurm 23.11) wants every compute node in a block, every block the same "
+        "size: with servers beside NVL72 racks the cluster keeps the switch tree, and Slurm "
+        "does not keep a job inside one rack's NVLink domain.",
+        "One cluster per kind of compute node, or accept the tree for the mix.",
+    ),
+    Rule(
         "workload-precision",
-        "FP8 training on GPUs without FP8 tensor cores runs at BF16 rates at best.",
-        "workload.precision: bf16, or GPUs with FP8.",
+        "FP8 or FP4 training on GPUs without those tensor cores runs at BF16 rates at best.",
+        "workload.precision: bf16, or GPUs with FP8 (FP4: Blackwell).",
     ),
     Rule(
         "oversubscription-unused",

@@ -86,13 +86,20 @@ def ask_missing(
     return answers
 
 
+def _standalone(catalog: Catalog) -> dict[str, ServerLayout]:
+    """Server layouts that stand alone: a rack-scale system's compute trays come by whole racks
+    with their own power and cooling, which a first spec of N nodes cannot guess (start from
+    inventories/gb200-nvl72 instead)."""
+    return {name: s for name, s in catalog.servers.items() if s.rack_system is None}
+
+
 def gpu_models(catalog: Catalog) -> list[str]:
-    """The GPUs `init` can lay out: those with a server layout in the catalog."""
-    return sorted({layout.gpu_model for layout in catalog.servers.values()})
+    """The GPUs `init` can lay out: those with a stand-alone server layout in the catalog."""
+    return sorted({layout.gpu_model for layout in _standalone(catalog).values()})
 
 
 def _server(catalog: Catalog, gpu: str) -> tuple[str, ServerLayout]:
-    layouts = sorted((n, s) for n, s in catalog.servers.items() if s.gpu_model == gpu)
+    layouts = sorted((n, s) for n, s in _standalone(catalog).items() if s.gpu_model == gpu)
     if not layouts:
         raise BadArguments(
             f"--gpu {gpu}: no server layout in the catalog has it; "

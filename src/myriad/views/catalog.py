@@ -28,11 +28,13 @@ SUMMARY: dict[str, tuple[str, ...]] = {
         "board_power_w",
         "bf16_dense_tflops",
         "fp8_dense_tflops",
+        "fp4_dense_tflops",
         "nvlink_gbs",
     ),
     "nics": ("speed_gbps", "ports", "pcie_gen", "pcie_lanes", "link_layers"),
     "switches": ("kind", "ports", "port_speed_gbps", "power_w", "rack_units"),
     "servers": ("gpu_model", "gpu_count", "compute_nics", "nvswitch", "max_power_kw"),
+    "racks": ("compute_trays", "switch_trays", "gpus", "nvlink_domain_tbs", "max_power_kw"),
     "driver_branches": ("designation", "end_of_life"),
 }
 

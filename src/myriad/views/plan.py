@@ -182,14 +182,47 @@ def bandwidth_table(plan: Plan) -> Table | None:
     return table
 
 
+def nvlink_table(plan: Plan) -> Table | None:
+    """One row per compute pool whose GPUs share NVLink: its domains, their size and what each
+    rack of a rack-scale system draws and needs."""
+    if not any(item.system is not None for item in plan.nvlink):
+        # Servers whose NVLink stops at their own GPUs: the pools table says it all.
+        return None
+    table = Table(title="NVLink domains", title_justify="left")
+    for column in ("pool", "system", "domains", "nodes each", "GPUs each", "NVLink", "rack"):
+        table.add_column(column, justify="left" if column in ("pool", "system") else "right")
+    for item in plan.nvlink:
+        domains = f"{item.domains:,}"
+        if item.partial_nodes:
+            domains += f" (last: {item.partial_nodes} nodes)"
+        rack = "-"
+        if item.rack_kw is not None:
+            rack = f"{_num(item.rack_kw, 0)} kW, {item.cooling}, {item.switch_trays_per_domain} sw"
+        table.add_row(
+            *_plain(
+                item.pool,
+                item.system or "server (NVSwitch)",
+                domains,
+                str(item.nodes_per_domain),
+                str(item.gpus_per_domain),
+                f"{_num(item.domain_tbs)} TB/s",
+                rack,
+            )
+        )
+    return table
+
+
 def compute_table(plan: Plan) -> Table:
     compute = plan.compute
     fp8 = "-" if compute.peak_fp8_pflops is None else f"{_num(compute.peak_fp8_pflops)} PFLOP/s"
+    fp4 = "-" if compute.peak_fp4_pflops is None else f"{_num(compute.peak_fp4_pflops)} PFLOP/s"
     days = "-" if compute.training_days is None else f"{_num(compute.training_days)} days"
     rows = [
         ("peak dense BF16", f"{_num(compute.peak_bf16_pflops)} PFLOP/s"),
         ("peak dense FP8", fp8),
     ]
+    if compute.peak_fp4_pflops is not None:
+        rows.append(("peak dense FP4", fp4))
     if compute.workload_from_spec:
         rows.append(
             (
@@ -257,6 +290,7 @@ def print_plan(console: Console, result: PlanResult) -> None:
         if plan is None
         else [
             pools_table(plan),
+            nvlink_table(plan),
             fabric_table(plan),
             power_table(plan, facility.usd_per_kwh, facility.pue),
             bandwidth_table(plan),
