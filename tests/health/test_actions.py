@@ -166,3 +166,10 @@ def test_duplicate_xid_and_out_of_range() -> None:
     text = _shipped_with("  - {xid: 80,", "  - {xid: 980,")
     with pytest.raises(ActionMapError, match=r"XID 980 is not a number in 1\.\.172"):
         read_action_map(text, "map.yaml")
+
+
+def test_whose_word_each_recovery_action_is(amap: ActionMap) -> None:
+    assert amap.for_recovery_action("Reset").source == "nvidia-recovery-action"
+    # Quiescing P2P then resetting is Myriad's reading of the driver's "Drain P2P".
+    assert amap.for_recovery_action("Drain P2P").source == "myriad"
+    assert amap.for_recovery_action("Something New").source == "myriad"

@@ -266,10 +266,18 @@ def read_action_map(text: str, file: str) -> ActionMap:
         )
 
     recovery: dict[str, Rule] = {}
-    for value_name, value in reader.mapping(
-        data.get("recovery_action"), ("recovery_action",)
-    ).items():
-        rule = reader.rule(value, ("recovery_action", value_name), "nvidia-recovery-action")
+    sources = ("nvidia-recovery-action", "myriad")
+    table = reader.mapping(data.get("recovery_action"), ("recovery_action",))
+    for value_name, value in table.items():
+        path = ("recovery_action", value_name)
+        # An entry is the driver's instruction unless it says it is Myriad's reading of it.
+        whose = reader.mapping(value, path).get("source", sources[0])
+        if whose not in sources:
+            reader.fail(
+                (*path, "source"), f"unknown source {whose!r}", f"one of {', '.join(sources)}"
+            )
+            continue
+        rule = reader.rule(value, path, whose, keys=frozenset({"action", "why", "source"}))
         if isinstance(rule, Rule):
             recovery[str(value_name)] = rule
     if "unknown" not in recovery and not reader.problems:
