@@ -88,12 +88,6 @@ class ActionMap:
     def for_recovery_action(self, value: str) -> Rule:
         return self.recovery_action.get(value) or self.recovery_action["unknown"]
 
-    def for_check(self, check: str) -> Rule:
-        entry = self.checks.get(check, self.checks["default"])
-        if isinstance(entry, str):
-            raise ValueError(f"{check} is decided per {entry}; give the finding its detail")
-        return entry
-
     def resolve(self, finding: Finding) -> Rule:
         """The rule of one finding. A check decided per XID or per recovery action that comes
         without its detail asks a person (needs-hardware): unknown is never healthy."""
