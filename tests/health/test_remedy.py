@@ -394,3 +394,22 @@ def test_the_hook_payload(amap: ActionMap) -> None:
         "by",
         "history",
     }
+
+
+def test_a_drain_in_the_log_does_not_hide_the_reboot_before_it(amap: ActionMap) -> None:
+    history = [record("gpu01", "reboot", ago=1800), record("gpu01", "drain", "succeeded", ago=600)]
+    (d,) = decide([drained("gpu01", XID79)], history, policy(), amap, NOW).decisions
+    assert (d.action, d.escalated_from) == ("needs-hardware", "reboot")
+
+
+def test_a_drain_by_whom_is_unknown_is_not_ours(amap: ActionMap) -> None:
+    (d,) = decide([drained("gpu01", XID79, drained_by=None)], [], policy(), amap, NOW).decisions
+    assert d.status == "held" and "someone unknown" in d.reason
+
+
+def test_needs_hardware_uses_no_budget(amap: ActionMap) -> None:
+    history = [record("gpu09", "reboot", "started", ago=60)]
+    nodes = [drained("gpu01", LINK_DOWN), drained("gpu02", XID79)]
+    plan = decide(nodes, history, policy(max_nodes=1, breaker_nodes=5), amap, NOW)
+    by_node = {d.node: (d.action, d.status) for d in plan.decisions}
+    assert by_node == {"gpu01": ("needs-hardware", "act"), "gpu02": ("reboot", "wait")}

@@ -278,9 +278,11 @@ def _step_up(action: Action, reachable: bool) -> Action:
 
 
 def _latest(history: Sequence[ActionRecord]) -> dict[str, ActionRecord]:
+    """Each node's newest repair (a drain is not one: it must not hide a reboot before it;
+    a dry run did nothing)."""
     latest: dict[str, ActionRecord] = {}
     for record in sorted(history, key=lambda r: r.when):
-        if record.result != "dry-run":
+        if record.result != "dry-run" and record.action in (*NODE_ACTIONS, "needs-hardware"):
             latest[record.node] = record
     return latest
 
@@ -365,8 +367,10 @@ def _wanted(
     action: Action = rule.action
     reason = f"{worst_finding.describe()}: {rule.why}"
 
-    if n.drained and n.drained_by == "other":
-        return Decision(n.node, action, "held", "drained by someone else: left to them", named)
+    if n.drained and n.drained_by not in ("myriad-health", "myriad-remedy"):
+        # Node health's convention: resume, and so repair, only your own drains.
+        who = "someone else" if n.drained_by == "other" else "someone unknown"
+        return Decision(n.node, action, "held", f"drained by {who}: left to them", named)
     if not n.drained:
         if not n.reachable:
             why = "unreachable: drained so that no job is placed on it"
@@ -379,7 +383,7 @@ def _wanted(
         )
 
     escalated_from: Action | None = None
-    if latest is not None and latest.action in LADDER and latest.action != "none":
+    if latest is not None and latest.action in LADDER:
         previous: Action = latest.action
         if latest.result == "started":
             return Decision(
