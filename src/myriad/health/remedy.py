@@ -34,13 +34,23 @@ The rules, in order:
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from myriad.errors import ValidateError
-from myriad.health.actions import LADDER, UNREACHABLE, Action, ActionMap, Finding, Rule
+from myriad.health.actions import (
+    LADDER,
+    RECOVERY_CHECK,
+    UNREACHABLE,
+    XID_CHECK,
+    Action,
+    ActionMap,
+    Finding,
+    Rule,
+)
 from myriad.spec.health import Remediation
 
 REASON_PREFIX = "myriad-remedy: "
@@ -255,6 +265,42 @@ def hook_payload(
         "by": BY_AUTOMATIC,
         "history": [r.to_dict() for r in history if r.node == decision.node],
     }
+
+
+# --- what a node's own health runner found --------------------------------------------------
+
+# gpu.recovery-action's failing value: "GPU 0: Reset, GPU 3: Drain and Reset"; a GPU that
+# reported nothing reads "GPU 1: no recovery action reported" (lower case: not a value).
+_ASKED = re.compile(r"GPU \d+: ([A-Z][A-Za-z0-9 _-]*)")
+
+
+def findings_from_state(state: Mapping[str, Any]) -> tuple[Finding, ...]:
+    """The findings in a node's myriad-health state file (`/var/lib/myriad-health/
+    state.json`, which `myriad health` gathers): one per draining check that fails, with its
+    detail where the map decides by it: each held XID for gpu.xid, each GPU's value for
+    gpu.recovery-action. A check whose detail cannot be read keeps none (and so asks a
+    person: unknown is never healthy)."""
+    checks = []
+    for line in state.get("failing") or []:
+        check = str(line).split(" ", 1)[0]
+        if check not in checks:
+            checks.append(check)
+    results = {str(r.get("check")): r for r in state.get("results") or [] if isinstance(r, Mapping)}
+    found: list[Finding] = []
+    for check in checks:
+        details: list[str | int] = []
+        if check == XID_CHECK:
+            held = state.get("xid_held") or []
+            numbers = {e.get("xid") for e in held if isinstance(e, Mapping)}
+            details = sorted(n for n in numbers if isinstance(n, int) and not isinstance(n, bool))
+        elif check == RECOVERY_CHECK:
+            actual = str((results.get(check) or {}).get("actual") or "")
+            details = list(dict.fromkeys(v.strip() for v in _ASKED.findall(actual)))
+        if details:
+            found.extend(Finding(check, d) for d in details)
+        else:
+            found.append(Finding(check))
+    return tuple(found)
 
 
 # --- deciding -----------------------------------------------------------------------------
