@@ -327,9 +327,39 @@ def _cmd_image_build(args: argparse.Namespace, out: Console, err: Console) -> in
     return EXIT_OK
 
 
+def _health_explain(args: argparse.Namespace, out: Console) -> int:
+    from myriad.health.actions import load_action_map
+    from myriad.spec.references import suggestion
+
+    actions = load_action_map()
+    entries = actions.explain(args.explain)
+    if not entries:
+        known = [*actions.names(), "xid:N", "gpu.xid:N", "gpu.recovery-action:VALUE"]
+        raise BadArguments(
+            f"no check or entry '{args.explain}' in the action map; "
+            f"{suggestion(args.explain, known)}"
+        )
+    if args.json:
+        document = {
+            "format": JSON_FORMAT,
+            "catalog": actions.catalog_source,
+            "entries": [{"entry": name, **rule.to_dict()} for name, rule in entries],
+        }
+        sys.stdout.write(json.dumps(document, indent=2) + "\n")
+    else:
+        from myriad.views.health import print_explain
+
+        print_explain(out, args.explain, entries)
+    return EXIT_OK
+
+
 def _cmd_health(args: argparse.Namespace, out: Console, err: Console) -> int:
     from myriad.health.report import health_report
 
+    if args.explain is not None:
+        return _health_explain(args, out)
+    if args.spec is None:
+        raise BadArguments("health needs a spec (myriad health SPEC), or --explain CHECK")
     report = health_report(args.spec, stack=args.stack, stack_outputs=args.stack_outputs)
     if args.json:
         sys.stdout.write(json.dumps({"format": JSON_FORMAT, **report.to_dict()}, indent=2) + "\n")
@@ -954,7 +984,13 @@ def build_parser() -> argparse.ArgumentParser:
     health = commands.add_parser(
         "health", help="node health: drained nodes, by whom, failing checks, stale runs"
     )
-    health.add_argument("spec", type=Path, help="the cluster.yaml")
+    health.add_argument("spec", type=Path, nargs="?", help="the cluster.yaml")
+    health.add_argument(
+        "--explain",
+        metavar="CHECK",
+        help="the remediation action a finding asks for and why: a check (hca.state), "
+        "gpu.xid or xid:79, gpu.recovery-action or gpu.recovery-action:Reset",
+    )
     where = health.add_mutually_exclusive_group()
     where.add_argument("--stack", metavar="ENV", help="node addresses from this Pulumi stack")
     where.add_argument("--stack-outputs", type=Path, metavar="FILE", help="...or from a file")

@@ -193,6 +193,24 @@ class OpsInputError(OpsError):
     exit_code = 2
 
 
+class ActionMapError(MyriadError):
+    """Node health's action map (which action each finding gets) has bad entries: every
+    problem with its file:line:column."""
+
+    exit_code = 2
+
+    def __init__(self, problems: Iterable[Problem]) -> None:
+        self.problems: Sequence[Problem] = sorted(
+            problems, key=lambda p: (p.file, p.line, p.column, format_path(p.path))
+        )
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        count = len(self.problems)
+        head = f"{count} problem{'s' if count != 1 else ''} in the action map:"
+        return "\n".join([head, *(p.render() for p in self.problems)])
+
+
 # --- runs that tell the truth (issue #13) ---------------------------------------------------
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from myriad.spec.health import Health
+from myriad.spec.health import Health, Remediation
 
 README = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
 
@@ -20,9 +20,23 @@ def readme_health_block() -> dict[str, object]:
 
 
 def test_the_readme_shows_the_defaults() -> None:
-    shown = readme_health_block()["health"]
+    shown = dict(readme_health_block()["health"])  # type: ignore[call-overload]
     defaults = Health().model_dump()
+    # remediation is off by default (null); where the README shows the section, it shows
+    # the section's own defaults.
+    remediation = shown.pop("remediation", None)
+    defaults.pop("remediation")
     assert shown == {**defaults, "drain": list(defaults["drain"])}
+    assert remediation in (None, Remediation().model_dump())
+
+
+def test_remediation_is_off_unless_declared_and_declared_alone_has_the_defaults() -> None:
+    assert Health().remediation is None
+    section = Health.model_validate({"remediation": {}}).remediation
+    assert section == Remediation()
+    assert (section.max_nodes, section.breaker_nodes, section.breaker_window_s) == (4, 8, 900)
+    assert (section.escalation_window_s, section.power_cycle_grace_s) == (86_400, 900)
+    assert (section.max_island_share, section.rack_share, section.hook) == (0.05, 0.5, None)
 
 
 def test_hand_worked_defaults() -> None:

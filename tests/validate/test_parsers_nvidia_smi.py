@@ -394,3 +394,44 @@ def test_fuzz_never_raises_anything_else(text):
             assert not failure.reason.startswith(INTERNAL_ERROR), failure
         else:
             assert isinstance(result, NvidiaSmiReport | NvlinkStatus)
+
+
+# --- GPU Recovery Action (driver 565 and newer) --------------------------------------------
+
+
+def test_recovery_action_from_the_v13_xml(sample):
+    # Driver 590.44.01 prints <gpu_recovery_action>None</gpu_recovery_action> for each GPU.
+    report = parse_nvidia_smi_xml(sample(A5000_V13))
+    assert [g.recovery_action for g in report.gpus] == ["None", "None"]
+
+
+def test_recovery_action_absent_on_older_drivers(sample):
+    # 535 predates the field: not reported, which is not the same as "None".
+    assert {g.recovery_action for g in parse_nvidia_smi_xml(sample(A100_V12)).gpus} == {None}
+    assert {g.recovery_action for g in parse_nvidia_smi_text(sample(H100_TEXT)).gpus} == {None}
+
+
+@pytest.mark.parametrize(
+    ("printed", "read"),
+    [
+        ("None", "None"),
+        ("Reset", "Reset"),
+        ("Reboot", "Reboot"),
+        ("Drain P2P", "Drain P2P"),
+        ("Drain and Reset", "Drain and Reset"),
+        ("N/A", None),
+        ("[Not Supported]", None),
+    ],
+)
+def test_recovery_action_in_the_text_query(sample, printed, read):
+    # Drivers from 565 print the line right after the "GPU Reset Status" block, as in an
+    # 8x H100 capture on 565.57.01 (thamada/nvidia-smi, nvsim/H100SXMx8_smi.py); here it is
+    # put into the 535 capture at that place, for every GPU.
+    text = sample(H100_TEXT).replace(
+        "        Drain and Reset Recommended       : No\n",
+        "        Drain and Reset Recommended       : No\n"
+        f"    GPU Recovery Action                   : {printed}\n",
+    )
+    assert text.count("GPU Recovery Action") == 8
+    report = parse_nvidia_smi_text(text)
+    assert [g.recovery_action for g in report.gpus] == [read] * 8

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 CheckId = Annotated[str, Field(pattern=r"^[a-z0-9]+(\.[a-z0-9-]+)+$")]
 AbsolutePath = Annotated[str, Field(pattern=r"^/\S*$")]
@@ -51,6 +51,83 @@ DEFAULT_COUNTERS: dict[Counter, int] = {
     "link_error_recovery": 0,
 }
 DEFAULT_DISK: dict[str, int] = {"/": 5, "/tmp": 5, "/var": 5}
+# An executable on the controller, or a webhook the controller posts to.
+Hook = Annotated[str, Field(pattern=r"^(/\S+|https?://\S+)$", max_length=2048)]
+
+
+class Remediation(BaseModel):
+    """How far automatic remediation may go (myriad.health.remedy): declaring the section
+    turns it on. The defaults keep a 10,000-GPU cluster's everyday failures (a few nodes a
+    day) moving while a fault that takes many nodes at once stops every automatic action."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True, allow_inf_nan=False)
+
+    max_nodes: int = Field(
+        default=4,
+        ge=1,
+        le=10_000,
+        description="Nodes in remediation (reset, reboot, power cycle under way) at once, "
+        "cluster-wide",
+    )
+    max_island_share: float = Field(
+        default=0.05,
+        gt=0.0,
+        le=1.0,
+        description="Share of an island's compute nodes in remediation at once (always at "
+        "least one node)",
+    )
+    breaker_nodes: int = Field(
+        default=8,
+        ge=2,
+        le=100_000,
+        description="Nodes failing within breaker_window_s that stop every automatic action "
+        "(a leaf switch, a PDU, a bad image): an alert instead of reboots",
+    )
+    breaker_window_s: int = Field(
+        default=900,
+        ge=60,
+        le=86_400,
+        description="Window over which failing nodes are counted for the breaker",
+    )
+    escalation_window_s: int = Field(
+        default=86_400,
+        ge=600,
+        le=30 * 86_400,
+        description="A node failing again this soon after an action gets the next one up "
+        "the ladder (reset, reboot, power cycle, needs hardware)",
+    )
+    power_cycle_grace_s: int = Field(
+        default=900,
+        ge=60,
+        le=86_400,
+        description="How long a node must be unreachable and drained before its BMC "
+        "power-cycles it",
+    )
+    rack_share: float = Field(
+        default=0.5,
+        gt=0.0,
+        le=1.0,
+        description="Share of a rack's (or NVLink domain's) nodes failing together that "
+        "drains the whole rack as a unit",
+    )
+    hook: Hook | None = Field(
+        default=None,
+        description="Run (an absolute path) or POST to (an http(s) URL) with the JSON payload "
+        "for a node that needs hardware; absent: the alert and the action log only",
+    )
+    hook_timeout_s: int = Field(
+        default=30, ge=1, le=600, description="How long the hook may take, seconds"
+    )
+
+    @model_validator(mode="after")
+    def _breaker_above_budget(self) -> Remediation:
+        if self.breaker_nodes <= self.max_nodes:
+            raise ValueError(
+                f"breaker_nodes {self.breaker_nodes} is not more than max_nodes "
+                f"{self.max_nodes}: the breaker would stop remediation before its budget is "
+                "used; make it larger"
+            )
+        return self
 
 
 class Health(BaseModel):
@@ -97,6 +174,11 @@ class Health(BaseModel):
         ge=0,
         le=30 * 86_400,
         description="How long a draining XID keeps the node drained; 0: until it reboots",
+    )
+    remediation: Remediation | None = Field(
+        default=None,
+        description="Automatic remediation of drained nodes (GPU reset, reboot, power cycle, "
+        "needs hardware) within a budget; absent: off",
     )
     stale_after_s: int | None = Field(
         default=None,

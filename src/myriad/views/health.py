@@ -1,10 +1,14 @@
-"""`myriad health` on a terminal: one row per compute node, then how many are healthy."""
+"""`myriad health` on a terminal: one row per compute node, then how many are healthy; and
+`--explain`, the action a finding asks for."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from rich.console import Console
 from rich.table import Table
 
+from myriad.health.actions import Rule
 from myriad.health.report import HealthReport
 
 
@@ -52,3 +56,25 @@ def print_health(console: Console, report: HealthReport) -> None:
         + (f"; not: {', '.join(sick)}" if sick else ""),
         markup=False,
     )
+
+
+def print_explain(console: Console, name: str, entries: Sequence[tuple[str, Rule]]) -> None:
+    """`myriad health --explain NAME`: the action each entry gets, whose word it is, and why.
+    One entry as a paragraph; a table (every XID, every recovery action) as rows."""
+    if len(entries) == 1:
+        ((entry, rule),) = entries
+        console.print(f"{entry}: {rule.action}", markup=False)
+        if rule.name:
+            console.print(f"  what: {rule.name}", markup=False)
+        source = rule.source + (f" (bucket {rule.bucket})" if rule.bucket else "")
+        console.print(f"  source: {source}", markup=False)
+        console.print(f"  why: {rule.why}", markup=False)
+        return
+    table = Table(title=f"What {name} asks for", title_justify="left")
+    for column in ("entry", "action", "source", "why"):
+        table.add_column(column, overflow="fold")
+    for entry, rule in entries:
+        source = rule.source + (f"\n{rule.bucket}" if rule.bucket else "")
+        what = f"{rule.name}: " if rule.name else ""
+        table.add_row(entry, rule.action, source, what + rule.why)
+    console.print(table)

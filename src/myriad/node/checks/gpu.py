@@ -543,3 +543,55 @@ GPU_ECC = Check(
     evaluate=_evaluate_ecc,
     explain=lambda expected: "on (current and pending) for every GPU",
 )
+
+
+# --- gpu.recovery-action ---------------------------------------------------------------------
+
+# NVML added the GPU recovery action (NVML_FI_DEV_GET_GPU_RECOVERY_ACTION) in driver 565
+# (the NVML API reference's change log, "Changes between v560 and v565").
+RECOVERY_ACTION_FROM_BRANCH = 565
+
+
+def _derive_recovery_action(c: Context) -> Expect | Skip:
+    if (skip := _no_gpus(c)) is not None:
+        return skip
+    driver = c.spec.software.nvidia_driver
+    branch = driver.split(".")[0] if driver else ""
+    if branch.isdigit() and int(branch) < RECOVERY_ACTION_FROM_BRANCH:
+        return Skip(
+            "software.nvidia_driver",
+            f"driver {driver} does not report a GPU recovery action (from "
+            f"{RECOVERY_ACTION_FROM_BRANCH})",
+        )
+    return Expect(
+        "None",
+        f"{c.p}.gpu",
+        "the driver asks for a recovery (myriad health --explain gpu.recovery-action): drain "
+        "{node}, stop its GPU processes, then reset the GPU (nvidia-smi -r) or reboot as it "
+        "says",
+    )
+
+
+def _evaluate_recovery_action(
+    expected: str, facts: NodeFacts, view: ClusterView, node: str
+) -> Outcome:
+    if (problem := _gpus_or(facts)) is not None:
+        return problem
+    asked, unread = [], []
+    gpus = facts.gpus.get().gpus
+    for gpu in gpus:
+        if gpu.recovery_action is None:
+            unread.append(f"GPU {gpu.index}: no recovery action reported")
+        elif gpu.recovery_action != expected:
+            asked.append(f"GPU {gpu.index}: {gpu.recovery_action}")
+    return verdict(asked, f"{expected} on {len(gpus)} GPUs", unread)
+
+
+GPU_RECOVERY_ACTION = Check(
+    id="gpu.recovery-action",
+    title="the driver asks for no GPU recovery (reset, reboot, drain)",
+    spec_fields=("profiles.*.gpu", "software.nvidia_driver"),
+    derive=_derive_recovery_action,
+    evaluate=_evaluate_recovery_action,
+    explain=lambda expected: f"{expected} on every GPU",
+)

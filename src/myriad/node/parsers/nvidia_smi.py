@@ -69,6 +69,10 @@ class Gpu:
     remapped_rows_correctable: int | None
     remapped_rows_uncorrectable: int | None
     pcie: PcieLink
+    # The driver's GPU Recovery Action (driver 565 and newer): "None", "Reset", "Reboot",
+    # "Drain P2P", "Drain and Reset" (NVIDIA GPU memory error management, "Error Recovery and
+    # Response Flags"), kept as printed. None where the driver does not report it.
+    recovery_action: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,6 +180,17 @@ def _width(tool: str, value: str | None, what: str) -> int | None:
     if match is None:
         raise ParseFailure(tool, f"{what}: expected a width like '16x', got {value.strip()!r}")
     return int(match.group(1))
+
+
+def _recovery_action(value: str | None) -> str | None:
+    """The GPU Recovery Action as printed; its healthy value is the word "None", which
+    elsewhere in nvidia-smi means "no value", so it is kept, not read as unavailable."""
+    if value is None:
+        return None
+    stripped = value.strip()
+    if stripped == "None":
+        return stripped
+    return None if not stripped or _unavailable(stripped) else stripped
 
 
 def _checked(tool: str, value: str | None, pattern: re.Pattern[str], what: str) -> str:
@@ -314,6 +329,7 @@ def _xml_gpu(index: int, gpu: ET.Element) -> Gpu:
             width_current=_width(t, _text(gpu, link + "link_widths/current_link_width"), "width"),
             width_max=_width(t, _text(gpu, link + "link_widths/max_link_width"), "width"),
         ),
+        recovery_action=_recovery_action(_text(gpu, "gpu_recovery_action")),
     )
 
 
@@ -418,6 +434,7 @@ def _text_gpu(index: int, bus_id: str, fields: dict[_Path, str]) -> Gpu:
             width_current=_width(t, get(*link, "Link Width", "Current"), "Link Width"),
             width_max=_width(t, get(*link, "Link Width", "Max"), "Link Width"),
         ),
+        recovery_action=_recovery_action(get("GPU Recovery Action")),
     )
 
 
