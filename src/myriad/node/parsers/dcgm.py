@@ -58,7 +58,7 @@ class DcgmTest:
         statuses = {result.status for result in self.results}
         for status in ("fail", "warn", "pass"):
             if status in statuses:
-                return status  # type: ignore[return-value]
+                return status
         return "skip"
 
 
