@@ -179,3 +179,27 @@ def test_a_group_of_one_is_tested_with_a_cleared_partner_from_its_leaf() -> None
     for round_tests in result.rounds_of().values():
         names = [n for m in round_tests if m.test.kind == "nccl" for n in m.test.nodes]
         assert len(names) == len(set(names))
+
+
+def test_partners_short_in_a_small_leaf_wait_a_round_instead_of_guessing() -> None:
+    # Found by hypothesis: starter-64's one leaf with three bad nodes leaves two cleared
+    # nodes for three lone halves; pairing the third with its bad sibling named a good node.
+    topo, figures = _example("starter-64")
+    bad = {"gpu01", "gpu03", "gpu05"}
+    result = _search(FaultModel(topo, figures, nodes=dict.fromkeys(bad, 0.5)))
+    assert result.bad_nodes == bad and result.findings and len(result.findings) == 3
+    for m in result.measurements:
+        if m.test.scope == "bisect" and len(m.test.nodes) == 2 and m.test.nodes[0] in bad:
+            assert m.test.nodes[1] not in bad
+
+
+def test_with_no_cleared_node_left_good_ones_are_unresolved_never_named() -> None:
+    # Six of starter-64's eight nodes (its only leaf) slow: no pair of good nodes passes, so
+    # no cleared partner exists. The bad ones are named by their own NVLink test; the two
+    # good ones pass alone and are reported unresolved, not bad.
+    topo, figures = _example("starter-64")
+    bad = {"gpu01", "gpu02", "gpu03", "gpu05", "gpu06", "gpu07"}
+    result = _search(FaultModel(topo, figures, nodes=dict.fromkeys(bad, 0.5)))
+    assert result.bad_nodes == bad
+    unresolved = {f.name for f in result.findings if f.kind == "unresolved"}
+    assert unresolved == {"gpu04", "gpu08"}

@@ -9,12 +9,14 @@ as NCCL's maintainers advise, test in a bisection manner, following the fabric:
    group at or above its expected figure clears all its nodes and their cables.
 2. **Bisection** (one round per halving, all suspect groups in parallel): a group below its
    figure is split in two and each half tested; a half of one node is tested with a cleared
-   partner, preferably from its own leaf. Halves below go on; a node alone below is a suspect.
+   partner, preferably from its own leaf, each partner in one test a round (a node waits a
+   round when partners run short). Halves below go on; a node alone below is a suspect.
 3. **Diagnosis** (one round): each suspect runs all_reduce inside itself (NVLink) and
    ib_write_bw on every rail against a cleared partner. NVLink below names the node; some
    rails below name those links (node, rail, leaf port); every rail below names the node;
    only the pair below names the node (its PCIe or GPUDirect path). When every node of a
-   leaf has the same rail below, the leaf switch is named too.
+   leaf has the same rail below, the leaf switch is named too. Where no node was ever
+   cleared (most of a lone leaf is slow), a suspect that passes alone is `unresolved`.
 4. **Upper tiers** (one round): a ring of one cleared node per leaf block of each island
    (its traffic crosses the spines) and one across islands (it crosses the core); below
    their figure, the island's spines or the core are named.
@@ -254,44 +256,53 @@ def _halves(group: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return group[:middle], group[middle:]
 
 
-def _bisect(search: _Search, failing: list[tuple[str, ...]]) -> tuple[list[str], list[Finding]]:
+def _bisect(
+    search: _Search, failing: list[tuple[str, ...]]
+) -> tuple[list[str], set[str], list[Finding]]:
+    """Halve slow groups until single nodes; returns the suspects, those of them never
+    tested beside a cleared node (no partner was left), and groups slow only together."""
     suspects: list[str] = []
     unresolved: list[Finding] = []
     pending = [g for g in failing if len(g) > 1]
-    suspects.extend(g[0] for g in failing if len(g) == 1)
-    while pending:
-        busy = {name for group in pending for name in group}
+    # A node alone needs a cleared partner; while cleared nodes are short it waits a round.
+    waiting = [g[0] for g in failing if len(g) == 1]
+    while pending or waiting:
+        busy = {name for group in pending for name in group} | set(waiting)
         partners = search.partners(busy)
         tests: list[tuple[tuple[str, ...], GroupTest]] = []
-        for group in pending:
-            a, b = _halves(group)
-            for half, sibling in ((a, b), (b, a)):
-                nodes = half
-                if len(half) == 1:
-                    # A ring needs two nodes: a cleared one, else one of the other half.
-                    nodes = (half[0], partners.take(half[0]) or sibling[0])
-                tests.append((half, GroupTest("nccl", nodes, "bisect")))
+        deferred: list[str] = []
+        for half in [h for group in pending for h in _halves(group)] + [(w,) for w in waiting]:
+            if len(half) > 1:
+                tests.append((half, GroupTest("nccl", half, "bisect")))
+            elif (partner := partners.take(half[0])) is not None:
+                tests.append((half, GroupTest("nccl", (half[0], partner), "bisect")))
+            else:
+                deferred.append(half[0])
+        if not tests:
+            # No cleared node anywhere: the diagnosis alone must decide.
+            return suspects + deferred, set(deferred), unresolved
         done = search.run([test for _, test in tests])
         slow = {half for (half, _), m in zip(tests, done, strict=True) if not m.passed}
+        tested = {half for half, _ in tests}
         following: list[tuple[str, ...]] = []
         for group in pending:
             a, b = _halves(group)
-            if a not in slow and b not in slow:
+            if {a, b} <= tested and not {a, b} & slow:
                 unresolved.append(
                     Finding("unresolved", ",".join(group), "slow together, each half passes")
                 )
-            for half in (a, b):
-                if half not in slow:
-                    search.cleared.update(half)
-                elif len(half) == 1:
-                    suspects.append(half[0])
-                else:
-                    following.append(half)
-        pending = following
-    return suspects, unresolved
+        for half, _ in tests:
+            if half not in slow:
+                search.cleared.update(half)
+            elif len(half) == 1:
+                suspects.append(half[0])
+            else:
+                following.append(half)
+        pending, waiting = following, deferred
+    return suspects, set(), unresolved
 
 
-def _diagnose(search: _Search, suspects: list[str]) -> list[Finding]:
+def _diagnose(search: _Search, suspects: list[str], unpaired: set[str]) -> list[Finding]:
     partners = search.partners(suspects)
     tests: list[GroupTest] = []
     for index, name in enumerate(suspects):
@@ -334,7 +345,11 @@ def _diagnose(search: _Search, suspects: list[str]) -> list[Finding]:
                         "link", f"{name} rail {rail} -> {node.leaves[rail]}", m.reason(), name, rail
                     )
                 )
-        if not nvlink and not slow_rails:
+        if not nvlink and not slow_rails and name in unpaired:
+            findings.append(
+                Finding("unresolved", name, "no cleared partner; NVLink and every rail pass alone")
+            )
+        elif not nvlink and not slow_rails:
             pair = pair_tests.get(name)
             why = pair.reason() if pair is not None else "its leaf group's all_reduce"
             findings.append(
@@ -409,8 +424,8 @@ def find_slow(
         if m.passed:
             search.cleared.update(m.test.nodes)
     failing.extend(g for g in groups if len(g) == 1)
-    suspects, unresolved = _bisect(search, failing)
-    findings = _diagnose(search, suspects) if suspects else []
+    suspects, unpaired, unresolved = _bisect(search, failing)
+    findings = _diagnose(search, suspects, unpaired) if suspects else []
     findings += _whole_leaves(search, findings)
     findings += _upper_tiers(search)
     return SearchResult(tuple(findings + unresolved), search.rounds, tuple(search.measurements))
