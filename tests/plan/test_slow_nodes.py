@@ -203,3 +203,34 @@ def test_with_no_cleared_node_left_good_ones_are_unresolved_never_named() -> Non
     assert result.bad_nodes == bad
     unresolved = {f.name for f in result.findings if f.kind == "unresolved"}
     assert unresolved == {"gpu04", "gpu08"}
+
+
+def test_topology_follows_the_plans_leaves() -> None:
+    topo, _ = _example("h100-100k")
+    # 12,500 nodes in islands of 512 on 128-port leaves: blocks of 64 nodes (k/2), 8 per
+    # island; the last island holds 12,500 - 24 x 512 = 212 nodes: 3 blocks of 64 and one of 20.
+    groups = topo.leaf_groups()
+    assert len(topo.nodes) == 12500 and topo.rails == 8
+    assert len(groups) == 24 * 8 + 4
+    assert sorted({len(g) for g in groups}) == [20, 64]
+    first = topo.node(groups[0][0])
+    assert len(set(first.leaves)) == 8  # one leaf per rail
+    local = load_spec(ROOT / "inventories" / "local" / "cluster.yaml")
+    fabric = plan_loaded(local).plan.fabric
+    assert fabric is not None
+    assert topology(local.spec, fabric).leaf_groups() == (("node01", "node02", "node03"),)
+
+
+def test_benchmark_cost_model() -> None:
+    from benchmark_module import load_benchmark
+
+    bench = load_benchmark("slow_node_search")
+    _, figures = _example("roce-10k")
+    expected = figures["a800-node"].allreduce
+    assert expected is not None
+    pair = GroupTest("nccl", ("gpu0001", "gpu0002"), "bisect")
+    # 16 ranks at 94 GB/s busbw: algbw = 94 x 16 / 30 = 50.13 GB/s; 25 x (8 + 16) GiB =
+    # 644.25 GB / 50.13 = 12.85 s, + 20 s launch + 16 x 0.002 s = 32.88 s.
+    assert bench.test_seconds(pair, expected) == pytest.approx(32.88, abs=0.01)
+    rdma = GroupTest("rdma", ("gpu0001", "gpu0002"), "rail", 0)
+    assert bench.test_seconds(rdma, expected) == 15.0
