@@ -46,17 +46,25 @@ def test_h100_100k_ring_capped_by_nvlink() -> None:
     assert "NVLink ring 370" in figures.allreduce.derivation
 
 
-def test_alltoall_across_islands_by_oversubscription() -> None:
+def test_alltoall_by_node_count_and_oversubscription() -> None:
     loaded = _loaded("h100-100k")
     fabric = plan_loaded(loaded).plan.fabric
     assert fabric is not None and fabric.inter_island_oversubscription == 2
     figures = profile_figures("h100-node", loaded.spec.profiles["h100-node"], loaded.catalog)
-    # Two islands: half of each rank's traffic leaves its island, the core carries half of
-    # what nodes inject: min(1, 0.5 / 0.5) = 1, still 47 GB/s.
-    assert alltoall_busbw(figures, fabric, 2).gbs == pytest.approx(47.0)
-    # All 25 islands: 24/25 leaves, the core carries 1/2: 47 x 0.5 / 0.96 = 24.479 GB/s.
-    assert alltoall_busbw(figures, fabric, 25).gbs == pytest.approx(24.479, abs=0.001)
-    assert alltoall_busbw(figures, fabric, 1) == figures.alltoall
+    # One island, 2 nodes: busbw ≈ N/(N-1) x 47 = 2 x 47 = 94 GB/s (nccl-tests #130).
+    assert alltoall_busbw(figures, fabric, 2).gbs == pytest.approx(94.0)
+    # 64 nodes: 47 x 64/63 = 47.746 GB/s.
+    assert alltoall_busbw(figures, fabric, 64).gbs == pytest.approx(47.746, abs=0.001)
+    # Two islands of 64: half of each rank's traffic leaves its island and the core carries
+    # half of what nodes inject: min(1, 0.5 / 0.5) = 1, so 47 x 128/127 = 47.370 GB/s.
+    assert alltoall_busbw(figures, fabric, 128, 2).gbs == pytest.approx(47.370, abs=0.001)
+    # All 12,500 nodes over 25 islands: 24/25 leaves, the core carries 1/2:
+    # 47 x 12500/12499 x 0.5 / 0.96 = 24.481 GB/s.
+    whole = alltoall_busbw(figures, fabric, 12500, 25)
+    assert whole.gbs == pytest.approx(24.481, abs=0.001)
+    assert "min(1, (1/2) / (24/25))" in whole.derivation
+    with pytest.raises(ValueError, match="two nodes"):
+        alltoall_busbw(figures, fabric, 1)
 
 
 def test_margin_gate_and_ratio() -> None:

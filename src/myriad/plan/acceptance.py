@@ -16,11 +16,12 @@ so a report can show expected, measured, the ratio and why the expectation is wh
   or core boundary twice per channel whatever the group's size, so an oversubscribed tier
   does not lower it: the figure is the same within a leaf, across spines and across islands.
 - **alltoall across nodes:** each rank sends through one NIC (NVIDIA's nccl-tests maintainers:
-  "Alltoall cannot aggregate the bandwidth of multiple NICs", nccl-tests issue #267), so
-  busbw is one NIC's RDMA figure per rank (fewer where GPUs share NICs). Across islands a
-  share (k-1)/k of each rank's traffic leaves its island of k equal ones, and the core
-  carries 1/r of what the nodes inject (r: inter-island oversubscription): the figure is
-  scaled by min(1, (1/r) / ((k-1)/k)).
+  "Alltoall cannot aggregate the bandwidth of multiple NICs", nccl-tests issue #267), so the
+  network gives each rank one NIC's RDMA figure (less where GPUs share NICs); busbw is that
+  x N/(N-1) on N nodes, since the share inside the node rides NVLink (nccl-tests issue
+  #130). Across islands a share (k-1)/k of each rank's traffic leaves its island of k equal
+  ones, and the core carries 1/r of what the nodes inject (r: inter-island
+  oversubscription): the figure is scaled by min(1, (1/r) / ((k-1)/k)).
 
 The margin: 0.10 is proposed as the spec's default (`accept.margin`): the figures above
 already include the efficiencies real runs reach, operators gate at 0.90-0.95 of the expected
@@ -171,7 +172,7 @@ def profile_figures(
     )
     share = min(1.0, ports / gpus) if gpus else 1.0
     alltoall = Expected(
-        "nccl alltoall, several nodes in one island",
+        "nccl alltoall, network share per rank",
         per_port * share,
         margin,
         "nccl-tests issue #267 (maintainer): alltoall cannot aggregate several NICs; one "
@@ -181,22 +182,37 @@ def profile_figures(
     return ProfileFigures(name, gpus, ports, nvlink, rdma_port, allreduce, alltoall)
 
 
-def alltoall_busbw(figures: ProfileFigures, fabric: Fabric, islands_spanned: int) -> Expected:
-    """alltoall busbw of a group spread evenly over `islands_spanned` islands."""
+def alltoall_busbw(
+    figures: ProfileFigures, fabric: Fabric, nodes: int, islands_spanned: int = 1
+) -> Expected:
+    """alltoall busbw over `nodes` nodes spread evenly over `islands_spanned` islands.
+
+    nccl-tests computes alltoall busbw as algbw x (n-1)/n; with NVLink inside the node only
+    the inter-node share limits it, so busbw ≈ N/(N-1) x the network bandwidth per GPU for
+    N nodes (NVIDIA's maintainer, nccl-tests issue #130): twice it on 2 nodes, towards
+    once it on many.
+    """
     base = figures.alltoall
     if base is None:
         raise ValueError(f"profile {figures.profile} has no compute NIC: no alltoall figure")
-    if islands_spanned <= 1:
-        return base
-    r = fabric.inter_island_oversubscription
-    leaving = (islands_spanned - 1) / islands_spanned
-    scale = min(1.0, (1 / r) / leaving)
+    if nodes < 2:
+        raise ValueError("alltoall over the network needs at least two nodes")
+    scale = nodes / (nodes - 1)
+    how = f"{base.gbs:g} x {nodes}/{nodes - 1}"
+    source = f"{base.source}; nccl-tests issue #130: busbw ≈ N/(N-1) x network per GPU"
+    if islands_spanned > 1:
+        r = fabric.inter_island_oversubscription
+        leaving = (islands_spanned - 1) / islands_spanned
+        core = min(1.0, (1 / r) / leaving)
+        scale *= core
+        how += f" x min(1, (1/{r:g}) / ({islands_spanned - 1}/{islands_spanned}))"
+        source += f"; fabric: inter-island oversubscription {r:g}:1"
     gbs = base.gbs * scale
+    where = f", {islands_spanned} islands" if islands_spanned > 1 else ""
     return Expected(
-        f"nccl alltoall across {islands_spanned} islands",
+        f"nccl alltoall, {nodes} nodes{where}",
         gbs,
         base.margin,
-        f"{base.source}; fabric: inter-island oversubscription {r:g}:1",
-        f"{base.gbs:g} x min(1, (1/{r:g}) / ({islands_spanned - 1}/{islands_spanned})) "
-        f"= {gbs:g} GB/s",
+        source,
+        f"{how} = {gbs:g} GB/s",
     )
