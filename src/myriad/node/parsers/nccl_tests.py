@@ -6,7 +6,8 @@ header, one row per message size with size, count, type, redop, root (since nccl
 -1 where the collective has none), then time, algbw, busbw and #wrong out of place and the
 same four in place, and at the end `# Out of bounds values : N OK|FAILED` and
 `# Avg bus bandwidth    : X`. A run that was killed, timed out or lost a rank stops before
-the average line, so a table without it is output cut short, never a result.
+the average line, so a table without it is output cut short, never a result; so is an
+average line cut inside its number (the tool prints a space after it).
 
 mpirun's `--tag-output` prefixes every line with `[1,0]<stdout>:`; that tag is removed.
 """
@@ -85,7 +86,9 @@ _TAG = re.compile(r"^\[\d+,\d+\]<std(?:out|err)>:")
 _RANK = re.compile(
     r"#\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)\s+device\s+(\d+)\s+\[[^\]]*\]\s+(.*)"
 )
-_AVG = re.compile(r"#\s*Avg bus bandwidth\s*:\s*(\S+)")
+# nccl-tests prints the average as "%g %s\n": a space follows the number, so a line that ends
+# right after digits was cut inside the number and is not read.
+_AVG = re.compile(r"#\s*Avg bus bandwidth\s*:\s*(\S+)\s")
 _BOUNDS = re.compile(r"#\s*Out of bounds values\s*:\s*(\d+)\s+(OK|FAILED)")
 _CONCLUDED = re.compile(r"#\s*Collective test concluded:\s*(\S+)")
 _ROW_START = re.compile(r"\d+\s+\d+\s")
@@ -146,14 +149,15 @@ def parse_nccl_tests(text: str) -> NcclTestsRun:
     avg: float | None = None
     bounds: int | None = None
     collective: str | None = None
-    for number, raw in enumerate(body.splitlines(), start=1):
-        line = _TAG.sub("", raw).strip()
+    for number, raw in enumerate(body.splitlines(keepends=True), start=1):
+        whole = _TAG.sub("", raw).lstrip()
+        line = whole.strip()
         if not line:
             continue
         if line.startswith("#"):
             if rank := _RANK.fullmatch(line):
                 ranks.append(NcclRank(int(rank[1]), rank[2], int(rank[3]), rank[4].strip()))
-            elif match := _AVG.match(line):
+            elif match := _AVG.match(whole):
                 avg = _float(match[1], "average bus bandwidth", number)
             elif match := _BOUNDS.match(line):
                 bounds = int(match[1])

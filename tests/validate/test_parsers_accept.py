@@ -242,3 +242,32 @@ def test_dcgm_damaged_and_truncated_are_refused() -> None:
         "Error: Unable to connect to host engine. Host engine connection invalid/disconnected.\n",
     )
     _refused(parse_dcgmi_diag, '{"something": "else"}')
+
+
+# --- every cut and garbage: fail cleanly, never an internal error or a wrong part ----------
+
+
+@pytest.mark.parametrize(
+    ("parse", "text"),
+    [
+        (parse_nccl_tests, ALLREDUCE),
+        (parse_perftest_bw, ROCE_BIDIR),
+        (parse_dcgmi_diag, DCGM_R1),
+    ],
+    ids=["nccl-tests", "perftest", "dcgmi-diag"],
+)
+def test_truncations_fail_or_give_the_complete_result(check_truncations, parse, text) -> None:
+    # Each format ends with a line that says the run finished (the average, the closing
+    # rule, the document's last brace): a cut before it is refused, so no cut may parse
+    # to less than the whole; cuts inside that last line may shorten its value.
+    check_truncations(parse, text)
+    lines = text.splitlines(keepends=True)
+    for end in range(1, len(lines)):
+        with pytest.raises(ParseFailure):
+            parse("".join(lines[:end]))
+
+
+@pytest.mark.parametrize("parse", [parse_nccl_tests, parse_perftest_bw, parse_dcgmi_diag])
+def test_garbage_is_refused(garbage, parse) -> None:
+    for text in garbage:
+        _refused(parse, text)
