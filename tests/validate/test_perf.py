@@ -105,10 +105,10 @@ def test_nccl_log_lines_between_rows_are_ignored() -> None:
 @pytest.mark.parametrize(
     ("text", "reason"),
     [
-        (HEADER, "no result rows"),
-        (HEADER + ROWS, "did not finish"),
-        ("srun: error: Unable to allocate resources: Invalid node name\n", "no result rows"),
-        (HEADER + ROWS.replace("176.68", "17x.68") + FOOTER, "not a result row"),
+        (HEADER, "could not read a result table"),
+        (HEADER + ROWS, "stopped before it finished"),
+        ("srun: error: Unable to allocate resources: Invalid node name\n", "result table"),
+        (HEADER + ROWS.replace("176.68", "17x.68") + FOOTER, "busbw is not a number"),
     ],
 )
 def test_nccl_tests_failures_are_parse_failures(text: str, reason: str) -> None:

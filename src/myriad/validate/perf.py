@@ -17,7 +17,6 @@ GPUs, HCAs and the tools on the nodes, so `run_perf` is for real clusters only.
 
 from __future__ import annotations
 
-import re
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -27,7 +26,13 @@ from typing import Any
 import yaml
 
 from myriad.node.checks import CheckResult, Status
-from myriad.node.parsers import ParseFailure, compress_hostlist
+from myriad.node.parsers import (
+    ParseFailure,
+    PerftestRow,
+    compress_hostlist,
+    parse_nccl_tests,
+    parse_perftest_bw,
+)
 from myriad.plan.model import NodeBandwidth
 from myriad.plan.ports import ports
 from myriad.render.inventory import Inventory
@@ -43,102 +48,11 @@ IB_SECONDS = 10
 IB_QPS = 4
 IB_FIRST_PORT = 18515
 MARK = "=== myriad-perf "
-BITS_PER_BYTE = 8
 
 
-# --- nccl-tests -----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class NcclRow:
-    size_bytes: int
-    count: int
-    dtype: str
-    redop: str
-    time_us: float
-    algbw_gbs: float
-    busbw_gbs: float
-    wrong: int | None
-    in_place_time_us: float
-    in_place_algbw_gbs: float
-    in_place_busbw_gbs: float
-    in_place_wrong: int | None
-
-
-@dataclass(frozen=True, slots=True)
-class NcclTestsResult:
-    rows: tuple[NcclRow, ...]
-    avg_busbw_gbs: float | None
-    out_of_bounds: int | None
-
-    @property
-    def largest(self) -> NcclRow:
-        return max(self.rows, key=lambda row: row.size_bytes)
-
-    @property
-    def busbw_gbs(self) -> float:
-        """busbw at the largest message: the better of out-of-place and in-place."""
-        row = self.largest
-        return max(row.busbw_gbs, row.in_place_busbw_gbs)
-
-
-def _wrong(value: str) -> int | None:
-    # nccl-tests prints N/A when data checking is off (-c 0); older releases print an error
-    # magnitude such as 0e+00 instead of a count.
-    if value == "N/A":
-        return None
-    try:
-        return int(float(value))
-    except ValueError:
-        raise ParseFailure("nccl-tests", f"not a #wrong value: {value!r}") from None
-
-
-def _row(columns: list[str]) -> NcclRow:
-    # Since nccl-tests 2.10 a `root` column follows redop (-1 for all_reduce).
-    if len(columns) == 13:
-        del columns[4]
-    if len(columns) != 12:
-        raise ParseFailure("nccl-tests", f"expected 12 or 13 columns, got {len(columns)}")
-    try:
-        return NcclRow(
-            size_bytes=int(columns[0]),
-            count=int(columns[1]),
-            dtype=columns[2],
-            redop=columns[3],
-            time_us=float(columns[4]),
-            algbw_gbs=float(columns[5]),
-            busbw_gbs=float(columns[6]),
-            wrong=_wrong(columns[7]),
-            in_place_time_us=float(columns[8]),
-            in_place_algbw_gbs=float(columns[9]),
-            in_place_busbw_gbs=float(columns[10]),
-            in_place_wrong=_wrong(columns[11]),
-        )
-    except ValueError:
-        raise ParseFailure("nccl-tests", f"not a result row: {' '.join(columns)!r}") from None
-
-
-_AVG = re.compile(r"#\s*Avg bus bandwidth\s*:\s*([0-9.]+)")
-_BOUNDS = re.compile(r"#\s*Out of bounds values\s*:\s*(\d+)")
-_ROW_START = re.compile(r"\s*\d+\s+\d+\s+\S")
-
-
-def parse_nccl_tests(text: str) -> NcclTestsResult:
-    """Read the result table of an nccl-tests run (all_reduce_perf and friends)."""
-    rows = []
-    avg = bounds = None
-    for line in text.splitlines():
-        if match := _AVG.search(line):
-            avg = float(match.group(1))
-        elif match := _BOUNDS.search(line):
-            bounds = int(match.group(1))
-        elif not line.lstrip().startswith("#") and _ROW_START.match(line):
-            rows.append(_row(line.split()))
-    if not rows:
-        raise ParseFailure("nccl-tests", "no result rows; the run failed or was cut short")
-    if avg is None:
-        raise ParseFailure("nccl-tests", "no '# Avg bus bandwidth' line; the run did not finish")
-    return NcclTestsResult(tuple(rows), avg, bounds)
+# --- nccl-tests ---------------------------------------------------------------------------
+# The table is read by the node package's parser (myriad.node.parsers.nccl_tests), the same one
+# `myriad accept` uses; `busbw_gbs` is busbw at the largest message.
 
 
 def allreduce_srun(
@@ -189,41 +103,9 @@ def _size_args() -> list[str]:
 # --- ib_write_bw ---------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class IbBandwidth:
-    message_bytes: int
-    iterations: int
-    peak_gbps: float
-    average_gbps: float
-
-    @property
-    def average_gbs(self) -> float:
-        return self.average_gbps / BITS_PER_BYTE
-
-
-_IB_HEADER = re.compile(r"#bytes\s+#iterations\s+BW peak\[(\w+)/sec\]\s+BW average\[(\w+)/sec\]")
-
-
-def parse_ib_write_bw(text: str) -> IbBandwidth:
-    """Read perftest's result line; MB/sec (the default unit, MiB/s) becomes Gb/s."""
-    lines = text.splitlines()
-    for i, line in enumerate(lines):
-        header = _IB_HEADER.search(line)
-        if header is None:
-            continue
-        # perftest may print warnings (CPU frequency) between the header and the numbers.
-        for candidate in lines[i + 1 :]:
-            columns = candidate.split()
-            if len(columns) >= 4 and columns[0].isdigit() and columns[1].isdigit():
-                try:
-                    peak, average = float(columns[2]), float(columns[3])
-                except ValueError:
-                    raise ParseFailure(IB_WRITE_BW, f"not a result line: {candidate!r}") from None
-                if header.group(2) == "MB":
-                    peak, average = peak * 8 * 1.048576 / 1000, average * 8 * 1.048576 / 1000
-                return IbBandwidth(int(columns[0]), int(columns[1]), peak, average)
-        raise ParseFailure(IB_WRITE_BW, "a header but no result line; the test did not finish")
-    raise ParseFailure(IB_WRITE_BW, "no result table; the test did not connect")
+def parse_ib_write_bw(text: str) -> PerftestRow:
+    """perftest's result at the largest message size (myriad.node.parsers.perftest reads it)."""
+    return parse_perftest_bw(text).largest
 
 
 def ib_write_bw(

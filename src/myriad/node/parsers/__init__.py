@@ -6,6 +6,7 @@ read: empty, truncated, garbage, or an error message in place of the expected ou
 
 from myriad.node.parsers.bonding import Bond, BondSlave, parse_bonding
 from myriad.node.parsers.common import ParseFailure
+from myriad.node.parsers.dcgm import DcgmDiag, DcgmResult, DcgmTest, parse_dcgmi_diag
 from myriad.node.parsers.docker_info import DockerInfo, DockerRuntime, parse_docker_info
 from myriad.node.parsers.infiniband import (
     IbDevice,
@@ -19,6 +20,7 @@ from myriad.node.parsers.infiniband import (
 from myriad.node.parsers.iplink import Interface, parse_ip_addr, parse_ip_link
 from myriad.node.parsers.kubernetes import GPU_RESOURCE, KubeNode, parse_kubectl_nodes
 from myriad.node.parsers.mlnx_qos import MlnxQos, TrafficClass, parse_mlnx_qos
+from myriad.node.parsers.nccl_tests import NcclRank, NcclRow, NcclTestsRun, parse_nccl_tests
 from myriad.node.parsers.nvidia_smi import (
     Gpu,
     NvidiaSmiReport,
@@ -30,6 +32,7 @@ from myriad.node.parsers.nvidia_smi import (
     parse_nvidia_smi_xml,
     parse_nvlink_status,
 )
+from myriad.node.parsers.perftest import PerftestRow, PerftestRun, parse_perftest_bw
 from myriad.node.parsers.slurm import (
     Gres,
     SinfoGresCount,
@@ -51,6 +54,9 @@ __all__ = [
     "GPU_RESOURCE",
     "Bond",
     "BondSlave",
+    "DcgmDiag",
+    "DcgmResult",
+    "DcgmTest",
     "DockerInfo",
     "DockerRuntime",
     "Gpu",
@@ -61,12 +67,17 @@ __all__ = [
     "Interface",
     "KubeNode",
     "MlnxQos",
+    "NcclRank",
+    "NcclRow",
+    "NcclTestsRun",
     "NvidiaSmiReport",
     "NvlinkGpu",
     "NvlinkLink",
     "NvlinkStatus",
     "ParseFailure",
     "PcieLink",
+    "PerftestRow",
+    "PerftestRun",
     "SinfoGresCount",
     "SinfoNodeGres",
     "SlurmBlock",
@@ -77,6 +88,7 @@ __all__ = [
     "compress_hostlist",
     "expand_hostlist",
     "parse_bonding",
+    "parse_dcgmi_diag",
     "parse_docker_info",
     "parse_gres",
     "parse_ibstat",
@@ -85,9 +97,11 @@ __all__ = [
     "parse_ip_link",
     "parse_kubectl_nodes",
     "parse_mlnx_qos",
+    "parse_nccl_tests",
     "parse_nvidia_smi_text",
     "parse_nvidia_smi_xml",
     "parse_nvlink_status",
+    "parse_perftest_bw",
     "parse_scontrol_nodes",
     "parse_scontrol_topology",
     "parse_sinfo_count_gres",
