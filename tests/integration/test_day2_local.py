@@ -14,6 +14,9 @@ common role's `common_packages_extra: [name=version]`), and a slurm.conf setting
    node out at a time, no node drained twice, every node on the new version and validated.
 3. An injected drift (NCCL defaults edited on node02, outside the roll's --tags): node02
    fails validation, stays drained, the roll stops with exit 1 naming node02 and the check.
+4. Replace, scale out and remove (see each test).
+5. A kernel roll: the spec names a kernel from the same repository; each node is drained,
+   moved, rebooted (its container restarts) and validated while a job on node01 finishes.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ ROLL_TAGS = "common,slurm"
 class Day2:
     def __init__(self, name: str, spec: Path, state: Path) -> None:
         self.name, self.spec, self.state = name, spec, state
+        self.repo = spec.parent / "repo"
 
     def env(self) -> dict[str, str]:
         return {**os.environ, "MYRIAD_STATE_DIR": str(self.state), "COLUMNS": "200"}
@@ -85,41 +89,110 @@ class Day2:
         return logs[-1] if logs else None
 
 
+def build_deb(
+    folder: Path,
+    name: str,
+    version: str,
+    files: dict[str, str],
+    description: str,
+    postinst: str = "",
+) -> str:
+    """One package built with dpkg-deb into `folder`; returns its Packages index entry, as
+    dpkg-scanpackages would write it."""
+    root = folder / f"build-{name}-{version}"
+    (root / "DEBIAN").mkdir(parents=True)
+    for path, text in files.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text)
+    control = (
+        f"Package: {name}\nVersion: {version}\nArchitecture: all\n"
+        f"Maintainer: Myriad tests <tests@myriad.invalid>\nDescription: {description}\n"
+    )
+    (root / "DEBIAN" / "control").write_text(control)
+    if postinst:
+        (root / "DEBIAN" / "postinst").write_text(postinst)
+        (root / "DEBIAN" / "postinst").chmod(0o755)
+    deb = folder / f"{name}_{version}_all.deb"
+    subprocess.run(
+        ["dpkg-deb", "--root-owner-group", "--build", str(root), str(deb)],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    subprocess.run(["rm", "-rf", str(root)], check=True, timeout=60)
+    data = deb.read_bytes()
+    return control.replace(
+        "Description:",
+        f"Filename: ./{deb.name}\nSize: {len(data)}\n"
+        f"SHA256: {hashlib.sha256(data).hexdigest()}\nDescription:",
+    )
+
+
+# A kernel release no node has: its image and headers packages stand in for a distribution's
+# (same names, same postinst hook run), without a kernel a container could not boot anyway.
+KERNEL = "6.1.0-99-myriad"
+KERNEL_POSTINST = f"""#!/bin/sh
+set -e
+# As Debian's linux-image packages do: the kernel hooks (DKMS, initramfs, GRUB) for the release.
+if [ "$1" = configure ] && [ -d /etc/kernel/postinst.d ]; then
+  run-parts --report --exit-on-error --arg={KERNEL} --arg=/boot/vmlinuz-{KERNEL} \\
+    /etc/kernel/postinst.d
+fi
+"""
+
+
 def build_repo(folder: Path, versions: tuple[str, ...]) -> Path:
-    """A flat APT repository (`deb [trusted=yes] file:DIR ./`) with one tiny package in
-    each version: its Packages index written here, as dpkg-scanpackages would."""
+    """A flat APT repository (`deb [trusted=yes] file:DIR ./`): the marker package in each
+    version, and the packages of kernel KERNEL."""
     folder.mkdir(parents=True)
-    entries = []
-    for version in versions:
-        root = folder / f"build-{version}"
-        (root / "DEBIAN").mkdir(parents=True)
-        share = root / "usr" / "share" / PACKAGE
-        share.mkdir(parents=True)
-        (share / "VERSION").write_text(version + "\n")
-        control = (
-            f"Package: {PACKAGE}\nVersion: {version}\nArchitecture: all\n"
-            "Maintainer: Myriad tests <tests@myriad.invalid>\n"
-            "Description: marker package that a roll moves from version to version\n"
+    entries = [
+        build_deb(
+            folder,
+            PACKAGE,
+            version,
+            {f"usr/share/{PACKAGE}/VERSION": version + "\n"},
+            "marker package that a roll moves from version to version",
         )
-        (root / "DEBIAN" / "control").write_text(control)
-        deb = folder / f"{PACKAGE}_{version}_all.deb"
-        subprocess.run(
-            ["dpkg-deb", "--root-owner-group", "--build", str(root), str(deb)],
-            check=True,
-            capture_output=True,
-            timeout=60,
+        for version in versions
+    ]
+    entries.append(
+        build_deb(
+            folder,
+            f"linux-image-{KERNEL}",
+            "6.1.99-1",
+            {f"boot/vmlinuz-{KERNEL}": "a stand-in: containers boot no kernel\n"},
+            "stand-in kernel image for the kernel roll",
+            KERNEL_POSTINST,
         )
-        data = deb.read_bytes()
-        entries.append(
-            control.replace(
-                "Description:",
-                f"Filename: ./{deb.name}\nSize: {len(data)}\n"
-                f"SHA256: {hashlib.sha256(data).hexdigest()}\nDescription:",
-            )
+    )
+    entries.append(
+        build_deb(
+            folder,
+            f"linux-headers-{KERNEL}",
+            "6.1.99-1",
+            {f"usr/src/linux-headers-{KERNEL}/Makefile": "# stand-in headers\n"},
+            "stand-in kernel headers for the kernel roll",
         )
-        subprocess.run(["rm", "-rf", str(root)], check=True, timeout=60)
+    )
     (folder / "Packages").write_text("\n".join(entries))
     return folder
+
+
+def add_repo(cluster: Day2, node: str) -> None:
+    """The test's repository on `node`, as an APT source whose list is fetched."""
+    copied = subprocess.run(
+        ["docker", "cp", str(cluster.repo), f"{cluster.name}-{node}:{REPO_IN_NODE}"],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert copied.returncode == 0, copied.stderr
+    source = f"deb [trusted=yes] file:{REPO_IN_NODE} ./\n"
+    cluster.node(node, "sh", "-c", f"printf '{source}' > /etc/apt/sources.list.d/roll.list")
+    # Only this source is fetched: the Debian mirror's lists stay as bring-up left them.
+    cluster.node(
+        node, "apt-get", "update", "-qq",
+        "-o", "Dir::Etc::sourcelist=sources.list.d/roll.list",
+        "-o", "Dir::Etc::sourceparts=-", "-o", "APT::Get::List-Cleanup=0",
+    )  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -142,21 +215,9 @@ def day2(docker_available: None, tmp_path_factory: pytest.TempPathFactory) -> It
     try:
         up = cluster.myriad("up", str(spec), "--no-validate", timeout=1800)
         assert up.returncode == 0, up.stdout[-6000:] + up.stderr[-3000:]
-        repo = build_repo(folder / "repo", ("1.0", "2.0", "3.0"))
-        source = f"deb [trusted=yes] file:{REPO_IN_NODE} ./\n"
+        cluster.repo = build_repo(folder / "repo", ("1.0", "2.0", "3.0"))
         for node in NODES:
-            copied = subprocess.run(
-                ["docker", "cp", str(repo), f"{name}-{node}:{REPO_IN_NODE}"],
-                capture_output=True, text=True, timeout=60, check=False,
-            )  # fmt: skip
-            assert copied.returncode == 0, copied.stderr
-            cluster.node(node, "sh", "-c", f"printf '{source}' > /etc/apt/sources.list.d/roll.list")
-            # Only this source is fetched: the Debian mirror's lists stay as bring-up left them.
-            cluster.node(
-                node, "apt-get", "update", "-qq",
-                "-o", "Dir::Etc::sourcelist=sources.list.d/roll.list",
-                "-o", "Dir::Etc::sourceparts=-", "-o", "APT::Get::List-Cleanup=0",
-            )  # fmt: skip
+            add_repo(cluster, node)
             cluster.node(node, "apt-get", "install", "-y", "-qq", f"{PACKAGE}=1.0")
         yield cluster
     finally:
@@ -465,3 +526,74 @@ def test_remove_waits_for_the_job_then_takes_the_node_out(day2: Day2) -> None:
         capture_output=True, text=True, timeout=60, check=True,
     )  # fmt: skip
     assert left.stdout.strip() == ""
+
+
+def exists(day2: Day2, node: str, path: str) -> bool:
+    return (
+        subprocess.run(
+            ["docker", "exec", f"{day2.name}-{node}", "test", "-e", path],
+            capture_output=True,
+            timeout=60,
+            check=False,
+        ).returncode
+        == 0
+    )
+
+
+def boot_stamp(day2: Day2, node: str) -> str:
+    """When the node's PID 1 started: it changes at every boot of a container."""
+    return day2.node(node, "cut", "-d", " ", "-f", "22", "/proc/1/stat").strip()
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_a_kernel_roll_reboots_each_node_into_the_kernel_and_keeps_the_job(day2: Day2) -> None:
+    """The spec names a new kernel; `myriad roll --tags common` moves every compute node.
+
+    Real here: the roll's drain, job wait, the common role's package moves and holds (dpkg,
+    apt, the kernel package's postinst hook), site.yml's reboot play restarting the node's
+    container (systemd's reboot; Docker restarts it), slurmd coming back, the roll's
+    validation (`host.kernel` included) and resume. Stand-ins: the kernel packages (no kernel
+    inside), the boot loader (the common role's boot record: the newest /boot/vmlinuz-*, as
+    GRUB's default entry), and DKMS, which the twin's nodes do not have (no module to build).
+    """
+    spec = str(day2.spec)
+    for node in ("node01", "node02", "node03"):
+        if not exists(day2, node, REPO_IN_NODE):
+            add_repo(day2, node)  # node02 is a new container since the replace above
+    before = {node: boot_stamp(day2, node) for node in ("node01", "node02", "node03")}
+    job = submit(day2, "node01", 600, held=True)
+    wait_until(
+        "the job running",
+        lambda: day2.node("ctl01", "squeue", "-h", "-j", job, "-o", "%T").strip() == "RUNNING",
+        timeout=60,
+    )
+    text = day2.spec.read_text()
+    old = "  orchestrator: slurm\n"
+    assert old in text
+    day2.spec.write_text(text.replace(old, f"{old}  kernel: {KERNEL}\n"))
+    args = ["roll", spec, "--reason", f"kernel {KERNEL}", "--tags", "common",
+            "--batch", "1", "--poll", "2"]  # fmt: skip
+    started = time.monotonic()
+    rolling = day2.start(*args)
+    wait_until("node01 waiting", lambda: log_has(day2, "node01 waiting"), timeout=900)
+    # node02 and node03 rebooted into the kernel while node01 kept running its job.
+    assert day2.node("ctl01", "squeue", "-h", "-j", job, "-o", "%T").strip() == "RUNNING"
+    day2.node("node01", "rm", "-f", hold_file("node01"))
+    assert rolling.wait(timeout=900) == 0, (day2.roll_log() or Path("/dev/null")).read_text()
+    print(f"kernel roll of 3 nodes, one waiting for its job: {time.monotonic() - started:.0f} s")
+
+    record = job_record(day2, job)
+    assert (record["JobState"], record["ExitCode"]) == ("COMPLETED", "0:0"), record
+    log = day2.roll_log()
+    assert log is not None
+    events = [line.split()[1:3] for line in log.read_text().splitlines()]
+    for node in ("node01", "node02", "node03"):
+        assert events.count([node, "drained"]) == 1 and events.count([node, "resumed"]) == 1
+        # Rebooted once (the container's PID 1 is new), booted the spec's kernel, held.
+        assert boot_stamp(day2, node) != before[node], node
+        assert day2.node(node, "cat", "/run/myriad/kernel-release").strip() == KERNEL
+        held = day2.node(node, "apt-mark", "showhold").split()
+        assert {f"linux-image-{KERNEL}", f"linux-headers-{KERNEL}"} <= set(held), (node, held)
+        assert not exists(day2, node, "/run/reboot-required"), node
+    wait_until("idle nodes", lambda: {s for s, _ in sinfo(day2).values()} == {"idle"}, 120)
