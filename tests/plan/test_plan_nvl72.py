@@ -197,8 +197,11 @@ def test_hgx_servers_are_domains_of_their_own_gpus() -> None:
 
 
 def test_myriad_plan_shows_the_domains_the_fabric_and_the_rack(
-    capsys: pytest.CaptureFixture[str],
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # Off a terminal the console is wide unless COLUMNS says otherwise (pytest-xdist's
+    # workers have it at 80, which wraps the rack's name).
+    monkeypatch.delenv("COLUMNS", raising=False)
     path = ROOT / "inventories" / ONE_RACK / "cluster.yaml"
     assert main(["plan", str(path)]) == 0
     out = capsys.readouterr().out
