@@ -35,7 +35,11 @@ def test_a_table_as_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert entries["gpu.xid:13"]["action"] == "none"
 
 
-def test_the_recovery_actions_on_a_terminal(capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_recovery_actions_on_a_terminal(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Off a terminal the console is wide unless COLUMNS (80 under pytest-xdist) says otherwise.
+    monkeypatch.delenv("COLUMNS", raising=False)
     assert main(["health", "--explain", "gpu.recovery-action"]) == 0
     out = capsys.readouterr().out
     assert "gpu.recovery-action:Drain and Reset" in out and "reset-gpu" in out
