@@ -400,7 +400,13 @@ def pool_vars(spec: Cluster, catalog: Catalog, pool: Pool) -> dict[str, Any]:
     variables["container_runtime_nvidia_enabled"] = gpus > 0
     if profile.gpu is not None:
         variables["myriad_gpu"] = {"model": profile.gpu.model, "count": gpus}
-        variables["nvidia_driver_fabricmanager"] = profile.nvswitch > 0
+        # The NVLink fabric's software (the nvidia_driver role's README, by platform): boards
+        # with NVSwitches run Fabric Manager. Fourth-generation NVSwitch boards (HGX B200/B300:
+        # fabricmanager-nvlsm) and NVL72 compute trays (imex, with nvidia_driver_imex_nodes)
+        # are told apart by the catalog's platform entries, not by this count.
+        variables["nvidia_driver_nvlink_fabric"] = (
+            "fabricmanager" if profile.nvswitch > 0 else "none"
+        )
         if spec.software.orchestrator == "slurm":
             # slurmd starts after the driver's daemons (Fabric Manager on NVSwitch boards,
             # whose GPUs CUDA cannot use before it runs).
