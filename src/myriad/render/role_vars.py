@@ -18,7 +18,7 @@ from myriad.plan.model import Plan
 from myriad.plan.nodes import NodeRecord
 from myriad.plan.ports import hardware_expectation, ports, ports_to_name
 from myriad.spec.catalog_models import Catalog
-from myriad.spec.models import Cluster, Pool
+from myriad.spec.models import Cluster, Pool, Profile
 
 # Slurm drains a node whose RealMemory exceeds what slurmd measures; the kernel, the
 # daemons and page tables take a few percent of what the spec calls the node's memory.
@@ -391,6 +391,24 @@ def _kubernetes_vars(spec: Cluster) -> dict[str, Any]:
     }
 
 
+# The systemd units of each NVLink fabric software (nvidia_driver_nvlink_fabric).
+NVLINK_FABRIC_UNITS: dict[str, tuple[str, ...]] = {
+    "none": (),
+    "fabricmanager": ("nvidia-fabricmanager.service",),
+    "fabricmanager-nvlsm": ("nvidia-fabricmanager.service",),
+    "imex": ("nvidia-imex.service",),
+}
+
+
+def nvlink_fabric_software(profile: Profile) -> str:
+    """The nvidia_driver role's nvidia_driver_nvlink_fabric for a profile (the role's README,
+    "NVLink fabric software by platform"): Fabric Manager where the board has NVSwitches.
+    Fourth-generation NVSwitch boards (HGX B200/B300: fabricmanager-nvlsm) and NVL72 compute
+    trays (imex, which also needs nvidia_driver_imex_nodes per NVLink domain) are told apart
+    by the catalog's platform entries, which name no such platform yet."""
+    return "fabricmanager" if profile.nvswitch > 0 else "none"
+
+
 def pool_vars(spec: Cluster, catalog: Catalog, pool: Pool) -> dict[str, Any]:
     """What the pool's server shape implies: GPUs, HCAs in rail order, the storage bond."""
     profile = spec.profiles[pool.profile]
@@ -400,19 +418,15 @@ def pool_vars(spec: Cluster, catalog: Catalog, pool: Pool) -> dict[str, Any]:
     variables["container_runtime_nvidia_enabled"] = gpus > 0
     if profile.gpu is not None:
         variables["myriad_gpu"] = {"model": profile.gpu.model, "count": gpus}
-        # The NVLink fabric's software (the nvidia_driver role's README, by platform): boards
-        # with NVSwitches run Fabric Manager. Fourth-generation NVSwitch boards (HGX B200/B300:
-        # fabricmanager-nvlsm) and NVL72 compute trays (imex, with nvidia_driver_imex_nodes)
-        # are told apart by the catalog's platform entries, not by this count.
-        variables["nvidia_driver_nvlink_fabric"] = (
-            "fabricmanager" if profile.nvswitch > 0 else "none"
-        )
+        nvlink_fabric = nvlink_fabric_software(profile)
+        variables["nvidia_driver_nvlink_fabric"] = nvlink_fabric
         if spec.software.orchestrator == "slurm":
-            # slurmd starts after the driver's daemons (Fabric Manager on NVSwitch boards,
-            # whose GPUs CUDA cannot use before it runs).
-            variables["slurm_slurmd_gpu_units"] = ["nvidia-persistenced.service"] + (
-                ["nvidia-fabricmanager.service"] if profile.nvswitch > 0 else []
-            )
+            # slurmd starts after the driver's daemons: CUDA cannot use the GPUs of an NVSwitch
+            # board before Fabric Manager runs, nor share memory across trays before IMEX does.
+            variables["slurm_slurmd_gpu_units"] = [
+                "nvidia-persistenced.service",
+                *NVLINK_FABRIC_UNITS[nvlink_fabric],
+            ]
             if spec.provider.kind == "local":
                 # The twin's GPUs are stubs: no driver lists them in /proc/driver/nvidia,
                 # which a container cannot fake (Docker refuses mounts under /proc). Its
