@@ -10,9 +10,11 @@ from pathlib import Path
 import yaml
 
 from myriad.node.checks.gpu import NVLINK_FABRICS, nvlink_fabric
+from myriad.plan.pipeline import plan_loaded
+from myriad.render.inventory import build_inventory
 from myriad.render.role_vars import NVLINK_FABRIC_UNITS, nvlink_fabric_software
 
-from spec_builder import cluster, gpu_profile
+from spec_builder import cluster, gpu_profile, load_example
 
 ROLE = Path(__file__).resolve().parents[2] / "roles" / "nvidia_driver"
 
@@ -42,19 +44,52 @@ def test_the_units_are_the_ones_the_role_enables() -> None:
     assert NVLINK_FABRIC_UNITS["none"] == ()
 
 
-def test_nvswitch_boards_get_fabric_manager_and_others_nothing() -> None:
-    spec = cluster(
+def test_each_platform_gets_its_fabric_software() -> None:
+    loaded = cluster(
         profiles={
-            "hgx": gpu_profile(gpus=8),  # 4 NVSwitches (spec_builder)
-            "pcie": gpu_profile(gpus=2),
+            "hgx-h100": gpu_profile(gpus=8),  # 4 NVSwitches (spec_builder)
+            "hgx-b200": gpu_profile(gpu="B200-SXM-180GB", gpus=8),
+            "pcie": gpu_profile(gpus=2),  # no NVSwitch
         },
         pools=[
-            {"name": "hgx", "profile": "hgx", "count": 2, "role": "compute"},
-            {"name": "pcie", "profile": "pcie", "count": 2, "role": "compute"},
+            {"name": name, "profile": name, "count": 2, "role": "compute"}
+            for name in ("hgx-h100", "hgx-b200", "pcie")
         ],
-    ).spec
-    assert nvlink_fabric_software(spec.profiles["hgx"]) == "fabricmanager"
-    assert nvlink_fabric_software(spec.profiles["pcie"]) == "none"
+    )
+    spec, catalog = loaded.spec, loaded.catalog
+    assert nvlink_fabric_software(spec.profiles["hgx-h100"], catalog) == "fabricmanager"
+    # Blackwell (compute capability 10.0): fourth-generation NVSwitch, Fabric Manager + NVLSM.
+    assert nvlink_fabric_software(spec.profiles["hgx-b200"], catalog) == "fabricmanager-nvlsm"
+    assert nvlink_fabric_software(spec.profiles["pcie"], catalog) == "none"
+    nvl72 = load_example("gb200-nvl72")
+    tray = nvl72.spec.profiles["gb200-tray"]
+    assert nvlink_fabric_software(tray, nvl72.catalog) == "imex"
+
+
+def test_every_tray_lists_its_racks_trays_for_imex() -> None:
+    # gb300-nvl72-8: 8 racks of 18 trays (gpu001-gpu144), management 10.x addresses in host
+    # order; the IMEX lists are cut as the Slurm blocks are, one rack each.
+    result = plan_loaded(load_example("gb300-nvl72-8"))
+    assert result.plan is not None
+    inventory = build_inventory(result.loaded.spec, result.loaded.catalog, result.plan)
+    pool = inventory.group_vars["pool_gpu"]
+    assert pool["nvidia_driver_nvlink_fabric"] == "imex"
+    assert pool["slurm_slurmd_gpu_units"] == [
+        "nvidia-persistenced.service",
+        "nvidia-imex.service",
+    ]
+    hosts = inventory.host_vars
+    trays = [name for name in hosts if "nvidia_driver_imex_nodes" in hosts[name]]
+    assert len(trays) == 144
+    blocks = inventory.tables["slurm_topology_blocks"]
+    assert len(blocks) == 8
+    for block in blocks:
+        addresses = [hosts[name]["myriad_address"] for name in block["nodes"]]
+        assert len(addresses) == 18
+        for name in block["nodes"]:
+            assert hosts[name]["nvidia_driver_imex_nodes"] == addresses
+    # The controller is no tray.
+    assert all("nvidia_driver_imex_nodes" not in hosts[h] for h in hosts if h not in trays)
 
 
 def test_the_checks_read_the_older_switch_as_fabric_manager() -> None:
