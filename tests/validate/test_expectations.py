@@ -462,3 +462,14 @@ def test_the_nvlink_fabric_software_decides_the_fabric_checks() -> None:
     assert tray["gpu.imex-service"].expected == "nvidia-imex"
     assert tray["gpu.imex-domain"].expected == "UP"
     assert "nvidia-imex-ctl -N" in tray["gpu.imex-domain"].fix
+
+
+def test_a_gb200_tray_of_the_example_expects_its_domain_and_no_fabric_manager() -> None:
+    # inventories/gb200-nvl72: 18 GB200-NVL72-tray nodes, one rack, one NVLink domain; the
+    # renderer gives them nvidia_driver_nvlink_fabric: imex.
+    exps = node_expectations("gb200-nvl72", "gpu01")
+    assert exps["gpu.fabric-state"].expected == {"domain": True}
+    assert exps["gpu.fabric-state"].spec_field == "profiles.gb200-tray.gpu.model"
+    assert exps["gpu.imex-service"].expected == "nvidia-imex"
+    assert exps["gpu.imex-domain"].expected == "UP"
+    assert not exps["gpu.fabricmanager"].applies
