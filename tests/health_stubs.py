@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +55,38 @@ def gpu_xml(count: int) -> str:
     )
     head = head.replace("535.54.03", driver)
     return head + "".join(gpus) + text[end:]
+
+
+# A GB200 tray's fabric values as gpud printed them from NVML (leptonai/gpud pull request
+# #1106): Completed, Success, clique 4026 of one cluster, health summary Not Supported.
+GB200_CLIQUE, GB200_CLUSTER = 4026, "9c6f5af3-53bf-49b5-a436-b66766c413c3"
+
+
+def fabric_xml(
+    count: int,
+    cliques: Mapping[int, int] | None = None,
+    *,
+    state: str = "Completed",
+    status: str = "Success",
+    summary: str = "Not Supported",
+) -> str:
+    """`nvidia-smi -q -x` of `count` GPUs (tests/health_stubs.py) whose Fabric sections hold
+    the values above, in the element names of the real DTD v13 capture; GPU i in clique
+    `cliques[i]` where given."""
+    text = gpu_xml(count)
+    blocks = text.split("<fabric>")
+    assert len(blocks) == count + 1
+    out = [blocks[0]]
+    for index, rest in enumerate(blocks[1:]):
+        clique = (cliques or {}).get(index, GB200_CLIQUE)
+        _, tail = rest.split("</fabric>", 1)
+        out.append(
+            f"<fabric><state>{state}</state><status>{status}</status>"
+            f"<cliqueId>{clique}</cliqueId><clusterUuid>{GB200_CLUSTER}</clusterUuid>"
+            f"<health><summary>{summary}</summary><bandwidth>N/A</bandwidth></health>"
+            f"</fabric>{tail}"
+        )
+    return "".join(out)
 
 
 def nvidia_smi_script(xml_file: str, nvlink_file: str | None = None) -> str:

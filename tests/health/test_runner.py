@@ -13,6 +13,7 @@ import time
 from typing import Any
 
 from health_node import SRC, Node
+from health_stubs import fabric_xml
 
 OFF_THE_BUS = "NVRM: Xid (PCI:0000:44:00): 79, GPU has fallen off the bus"
 APP_FAULT = (
@@ -229,3 +230,41 @@ def test_checks_of_the_orchestrators_view_do_not_apply_on_the_node(node: Node) -
     assert node.run() == (0, "myriad-health: ok, 4 checks")
     assert node.state()["unknown"] == []
     assert 'check="slurm.node-state"' not in node.metrics()
+
+
+def test_a_tray_whose_gpus_disagree_on_their_nvlink_domain_drains_with_the_reason(
+    node: Node,
+) -> None:
+    # A GB200 tray: the gpu.fabric-state expectation `myriad validate` derives for an NVL72
+    # compute tray, draining; its GPUs' fabric sections as nvidia-smi -q -x prints them.
+    document = json.loads(node.config.read_text())
+    document["node"]["expectations"].append(
+        {
+            "check": "gpu.fabric-state",
+            "expected": {"domain": True},
+            "spec_field": "profiles.h100.gpu.model",
+            "fix": "",
+            "applies": True,
+            "reason": "",
+        }
+    )
+    document["policy"]["drain"].append("gpu.fabric-state")
+    node.config.write_text(json.dumps(document))
+    xml = node.root / "nvidia-smi.xml"
+    xml.write_text(fabric_xml(8))
+    assert node.run() == (0, "myriad-health: ok, 5 checks")
+
+    xml.write_text(fabric_xml(8, {5: 4027}))
+    code, line = node.run()
+    assert code == 1
+    assert line.startswith(
+        "myriad-health: gpu.fabric-state expected every GPU Completed, Success, in one NVLink "
+        "domain"
+    )
+    assert "GPUs disagree on their NVLink domain: GPU 0,1,2,3,4,6,7 clique 4026" in line
+    assert node.slurm()["drain"] is True
+    assert node.slurm()["reason"] == line
+
+    xml.write_text(fabric_xml(8))
+    assert node.run() == (0, "myriad-health: ok, 5 checks")
+    assert node.slurm() == {"drain": False, "reason": None}

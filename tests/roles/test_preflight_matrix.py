@@ -499,6 +499,33 @@ def test_the_slurm_preflight_refuses_what_a_node_cannot_do(
             {"efa_require_device": False, "efa_expected_devices": 4},
             "0 when efa_require_device is false",
         ),
+        (
+            "nvidia_driver",
+            "main.yml",
+            # An NVL72 compute tray that does not say which trays share its NVLink domain.
+            {"nvidia_driver_nvlink_fabric": "imex"},
+            "nvidia_driver_imex_nodes is empty",
+        ),
+        (
+            "nvidia_driver",
+            "main.yml",
+            {
+                "nvidia_driver_nvlink_fabric": "imex",
+                "nvidia_driver_imex_nodes": ["10.0.0.1", "10.0.0.2"],
+                "nvidia_driver_fabricmanager": True,
+            },
+            "runs no host Fabric Manager",
+        ),
+        (
+            "nvidia_driver",
+            "main.yml",
+            {
+                "nvidia_driver_source": "distribution",
+                "nvidia_driver_nvlink_fabric": "imex",
+                "nvidia_driver_imex_nodes": ["10.0.0.1", "10.0.0.2"],
+            },
+            "Ubuntu has no IMEX package with nvidia_driver_source=distribution",
+        ),
     ],
 )
 def test_the_new_preflight_checks_refuse_inconsistent_inputs(

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
+from health_stubs import GB200_CLIQUE, GB200_CLUSTER, fabric_xml
 from myriad.node.checks import CheckResult, ClusterExpectations, NodeExpectations, evaluate
 from myriad.node.checks.nccl import SOCKET_PLACEHOLDER
 from myriad.node.facts import HOSTS_BEGIN, HOSTS_END, NodeFacts, node_facts
@@ -803,3 +804,160 @@ def test_the_booted_kernel_is_the_specs_and_a_boot_record_stands_in_for_it(local
     assert "reboot the node into 6.1.0-99-myriad" in node01.fix
     assert found[("node02", "host.kernel")].status == "pass"
     assert found[("node03", "host.kernel")].status == "error"
+
+
+# --- NVLink-network trays (GB200/GB300 NVL72): fabric state and the IMEX domain ----------------
+
+IMEX_UP = (
+    "nvidia-imex-ctl/p6e-gb200-ultraserver_18-nodes_imex-570.172_domain-up_nvidia-imex-ctl-N.txt"
+)
+
+
+def nvlink_fabric(gpus: Cluster, fabric: str, **variables: Any) -> Cluster:
+    """The cluster as the nvidia_driver role sees another NVLink platform. The catalog names
+    no NVL72 tray or HGX B200 board yet, so the variable the renderer writes for the GPU pool
+    is set on its inventory and the expectations derived again."""
+    group_vars = {
+        group: {**values, "nvidia_driver_nvlink_fabric": fabric, **variables}
+        if "nvidia_driver_nvlink_fabric" in values
+        else values
+        for group, values in gpus.inventory.group_vars.items()
+    }
+    assert group_vars != gpus.inventory.group_vars
+    gpus.inventory = replace(gpus.inventory, group_vars=group_vars)
+    loaded, plan = gpus.result.loaded, gpus.result.plan
+    assert plan is not None
+    gpus.expectations = expect(
+        loaded.spec, loaded.catalog, plan, gpus.inventory, load_role_defaults()
+    )
+    return gpus
+
+
+@pytest.fixture
+def nvl72() -> Cluster:
+    return nvlink_fabric(gpu_cluster(gpus=8), "imex", nvidia_driver_imex_nodes=["172.31.48.81"])
+
+
+def nvl72_tray(sample: Callable[[str], str], **changes: Any) -> dict[str, Any]:
+    """A GB200 compute tray as it reports itself when its domain is whole."""
+    active = {"chrony", "munge", "nvidia-persistenced", "nvidia-imex", "slurmd"}
+    return {
+        "nvidia_smi": probe(fabric_xml(8)),
+        "imex": probe(sample(IMEX_UP)),
+        "units": units(active),
+        **changes,
+    }
+
+
+FABRIC_CHECKS = ("gpu.fabric-state", "gpu.imex-service", "gpu.imex-domain")
+
+
+def test_an_nvl72_tray_in_its_whole_domain_passes(
+    nvl72: Cluster, sample: Callable[[str], str]
+) -> None:
+    found = by_key(nvl72.run({"gpu01": nvl72_tray(sample)}))
+    state = found[("gpu01", "gpu.fabric-state")]
+    assert (state.status, state.actual) == (
+        "pass",
+        f"Completed, Success on 8 GPUs, clique {GB200_CLIQUE} of cluster {GB200_CLUSTER}",
+    )
+    assert state.expected == (
+        "every GPU Completed, Success, in one NVLink domain (clique and cluster UUID)"
+    )
+    domain = found[("gpu01", "gpu.imex-domain")]
+    assert (domain.status, domain.actual) == ("pass", "UP, 18 nodes READY, all connected")
+    assert found[("gpu01", "gpu.imex-service")].status == "pass"
+    # NVSwitches on the profile, but the tray's switching is the switch trays' business.
+    fm = found[("gpu01", "gpu.fabricmanager")]
+    assert fm.status == "not-applicable"
+    assert "switch trays" in fm.actual
+
+
+def test_a_tray_whose_gpus_disagree_on_their_domain_fails_naming_them(
+    nvl72: Cluster, sample: Callable[[str], str]
+) -> None:
+    tray = nvl72_tray(sample, nvidia_smi=probe(fabric_xml(8, {3: 4027})))
+    state = by_key(nvl72.run({"gpu01": tray}))[("gpu01", "gpu.fabric-state")]
+    assert state.status == "fail"
+    assert state.actual == (
+        "GPUs disagree on their NVLink domain: "
+        f"GPU 0,1,2,4,5,6,7 clique 4026 cluster {GB200_CLUSTER}; "
+        f"GPU 3 clique 4027 cluster {GB200_CLUSTER}"
+    )
+    assert state.fix.startswith("drain gpu01; a tray whose GPUs are not all in the rack's")
+
+
+@pytest.mark.parametrize(
+    ("fabric", "actual"),
+    [
+        # The values of the real Fabric blocks in tests/samples/nvidia-smi-q-fabric.
+        ({"status": "Insufficient Resources"}, "GPU 0: fabric status Insufficient Resources"),
+        ({"summary": "Unhealthy"}, "GPU 0: fabric health Unhealthy"),
+        ({"state": "In Progress"}, "GPU 0: fabric state In Progress"),
+        ({"state": "Not Supported"}, "GPU 0: fabric state Not Supported"),
+    ],
+)
+def test_a_gpu_not_registered_with_the_fabric_fails(
+    nvl72: Cluster, sample: Callable[[str], str], fabric: dict[str, str], actual: str
+) -> None:
+    tray = nvl72_tray(sample, nvidia_smi=probe(fabric_xml(1, **fabric)))
+    state = by_key(nvl72.run({"gpu01": tray}))[("gpu01", "gpu.fabric-state")]
+    assert (state.status, state.actual) == ("fail", actual)
+
+
+def test_a_gpu_in_no_domain_fails(nvl72: Cluster, sample: Callable[[str], str]) -> None:
+    xml = fabric_xml(1).replace(GB200_CLUSTER, "00000000-0000-0000-0000-000000000000")
+    tray = nvl72_tray(sample, nvidia_smi=probe(xml))
+    state = by_key(nvl72.run({"gpu01": tray}))[("gpu01", "gpu.fabric-state")]
+    assert (state.status, state.actual) == (
+        "fail",
+        "GPU 0: in no NVLink domain (cluster UUID all zeros)",
+    )
+
+
+def test_an_imex_domain_with_a_link_down_fails_naming_it(
+    nvl72: Cluster, sample: Callable[[str], str]
+) -> None:
+    text = sample(IMEX_UP)
+    # Node 17 (172.31.56.47) sees node 0 as disconnected and is itself not ready.
+    text = text.replace("      17        C", "      17        D", 1)
+    text = text.replace("172.31.56.47    - READY", "172.31.56.47    - UNAVAILABLE", 1)
+    text = text.replace("Domain State: UP", "Domain State: DEGRADED")
+    domain = by_key(nvl72.run({"gpu01": nvl72_tray(sample, imex=probe(text))}))[
+        ("gpu01", "gpu.imex-domain")
+    ]
+    assert domain.status == "fail"
+    assert domain.actual == (
+        "domain DEGRADED, 172.31.56.47 UNAVAILABLE, 172.31.56.47->172.31.48.81: D"
+    )
+
+
+def test_imex_not_installed_fails_and_its_output_unreadable_is_an_error(
+    nvl72: Cluster, sample: Callable[[str], str]
+) -> None:
+    tray = nvl72_tray(sample, imex=missing("nvidia-imex-ctl"))
+    tray["units"] = units({"chrony", "munge", "nvidia-persistenced", "slurmd"})
+    found = by_key(nvl72.run({"gpu01": tray}))
+    assert found[("gpu01", "gpu.imex-domain")].status == "fail"
+    assert found[("gpu01", "gpu.imex-service")].actual == "nvidia-imex inactive"
+    cut = sample(IMEX_UP)[:900]
+    found = by_key(nvl72.run({"gpu01": nvl72_tray(sample, imex=probe(cut))}))
+    domain = found[("gpu01", "gpu.imex-domain")]
+    assert domain.status == "error"
+    assert "truncated" in domain.actual
+
+
+def test_fabric_checks_do_not_apply_to_other_nvswitch_boards(sample: Callable[[str], str]) -> None:
+    # An HGX A100/H100 (Fabric Manager): no IMEX, and no fabric state judged.
+    found = by_key(gpu_cluster(gpus=8).run({"gpu01": nvl72_tray(sample)}))
+    for check in FABRIC_CHECKS:
+        assert found[("gpu01", check)].status == "not-applicable", check
+    assert found[("gpu01", "gpu.fabricmanager")].status == "fail"  # not active in the tray
+    # An HGX B200 (Fabric Manager and NVLSM): the GPUs' registration, no domain, no IMEX.
+    b200 = nvlink_fabric(gpu_cluster(gpus=8), "fabricmanager-nvlsm")
+    xml = fabric_xml(8).replace(GB200_CLUSTER, "00000000-0000-0000-0000-000000000000")
+    found = by_key(b200.run({"gpu01": nvl72_tray(sample, nvidia_smi=probe(xml))}))
+    assert found[("gpu01", "gpu.fabric-state")].status == "pass"
+    assert found[("gpu01", "gpu.fabric-state")].actual == "Completed, Success on 8 GPUs"
+    assert found[("gpu01", "gpu.imex-domain")].status == "not-applicable"
+    assert found[("gpu01", "gpu.fabricmanager")].expected == "nvidia-fabricmanager active"

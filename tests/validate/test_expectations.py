@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -419,3 +420,56 @@ def test_pool_expectations_do_not_depend_on_which_node_is_asked() -> None:
     switch = {e.check: e for e in last.expectations}["slurm.topology"].expected
     members = {s["name"]: s.get("nodes", []) for s in inventory.tables["slurm_topology_switches"]}
     assert "gpu1250" in members[switch]
+
+
+def _with_nvlink_fabric(example: str, node: str, fabric: str | None) -> dict[str, Expectation]:
+    """A node's expectations with the GPU pool's nvidia_driver_nvlink_fabric set as the
+    renderer will for platforms the catalog does not name yet (NVL72 trays, HGX B200)."""
+    result, inventory = planned(example)
+    assert result.plan is not None
+    if fabric is not None:
+        group_vars = {
+            group: {**values, "nvidia_driver_nvlink_fabric": fabric}
+            if "nvidia_driver_nvlink_fabric" in values
+            else values
+            for group, values in inventory.group_vars.items()
+        }
+        inventory = replace(inventory, group_vars=group_vars)
+    cluster = expect(
+        result.loaded.spec, result.loaded.catalog, result.plan, inventory, load_role_defaults()
+    )
+    return {e.check: e for e in cluster.node(node).expectations}
+
+
+def test_the_nvlink_fabric_software_decides_the_fabric_checks() -> None:
+    # roce-10k's a800-node has 6 NVSwitches: the renderer says fabricmanager.
+    plain = _with_nvlink_fabric("roce-10k", "gpu0001", None)
+    assert plain["gpu.fabricmanager"].expected == "nvidia-fabricmanager"
+    for check in ("gpu.fabric-state", "gpu.imex-service", "gpu.imex-domain"):
+        assert not plain[check].applies, check
+    assert "nvidia_driver_nvlink_fabric: fabricmanager" in plain["gpu.fabric-state"].reason
+    # Fourth-generation NVSwitch (HGX B200/B300): Fabric Manager, and the GPUs' registration
+    # with the fabric, which has no domain beyond the board.
+    nvlsm = _with_nvlink_fabric("roce-10k", "gpu0001", "fabricmanager-nvlsm")
+    assert nvlsm["gpu.fabricmanager"].expected == "nvidia-fabricmanager"
+    assert nvlsm["gpu.fabric-state"].expected == {"domain": False}
+    assert not nvlsm["gpu.imex-domain"].applies
+    # An NVL72 compute tray: IMEX and one NVLink domain, no host Fabric Manager.
+    tray = _with_nvlink_fabric("roce-10k", "gpu0001", "imex")
+    assert not tray["gpu.fabricmanager"].applies
+    assert tray["gpu.fabric-state"].expected == {"domain": True}
+    assert tray["gpu.fabric-state"].spec_field == "profiles.a800-node.gpu.model"
+    assert tray["gpu.imex-service"].expected == "nvidia-imex"
+    assert tray["gpu.imex-domain"].expected == "UP"
+    assert "nvidia-imex-ctl -N" in tray["gpu.imex-domain"].fix
+
+
+def test_a_gb200_tray_of_the_example_expects_its_domain_and_no_fabric_manager() -> None:
+    # inventories/gb200-nvl72: 18 GB200-NVL72-tray nodes, one rack, one NVLink domain; the
+    # renderer gives them nvidia_driver_nvlink_fabric: imex.
+    exps = node_expectations("gb200-nvl72", "gpu01")
+    assert exps["gpu.fabric-state"].expected == {"domain": True}
+    assert exps["gpu.fabric-state"].spec_field == "profiles.gb200-tray.gpu.model"
+    assert exps["gpu.imex-service"].expected == "nvidia-imex"
+    assert exps["gpu.imex-domain"].expected == "UP"
+    assert not exps["gpu.fabricmanager"].applies

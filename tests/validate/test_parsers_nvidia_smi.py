@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from myriad.node.parsers import (
+    GpuFabric,
     NvidiaSmiReport,
     NvlinkStatus,
     ParseFailure,
@@ -241,6 +242,9 @@ def test_text_and_xml_give_the_same_dataclass(sample):
         "    Retired Pages\n"
         "        Pending Page Blacklist            : N/A\n"
         "    Remapped Rows                         : N/A\n"
+        "    Fabric\n"
+        "        State                             : N/A\n"
+        "        Status                            : N/A\n"
     )
     assert parse_nvidia_smi_text(text).gpus[0] == xml_gpu
 
@@ -435,3 +439,93 @@ def test_recovery_action_in_the_text_query(sample, printed, read):
     assert text.count("GPU Recovery Action") == 8
     report = parse_nvidia_smi_text(text)
     assert [g.recovery_action for g in report.gpus] == [read] * 8
+
+
+# --- the Fabric section (NVLink fabric registration) ----------------------------------------
+
+# Fabric blocks quoted from real NVLink-network nodes in public threads (SOURCES.md, rows
+# "nvidia-smi-q-fabric"). No whole `nvidia-smi -q` of a GB200/GB300 tray was found in public:
+# the tests splice a quoted block into the real H100 capture in place of its own (driver
+# 535 prints State and Status only), which is how nvidia-smi nests the section in every
+# capture here (four spaces for "Fabric", eight for its fields, as in the H100 capture).
+FABRIC_UNHEALTHY = "nvidia-smi-q-fabric/mnnvl_clique2_health-unhealthy_dra-driver-issue626.txt"
+FABRIC_NO_CLIQUE = (
+    "nvidia-smi-q-fabric/azure-nvlink_insufficient-resources_clique0_azhpc-images-pr506.txt"
+)
+H100_FABRIC = (
+    "    Fabric\n"
+    "        State                             : Completed\n"
+    "        Status                            : Success\n"
+)
+
+
+def with_fabric(capture: str, block: str) -> str:
+    """The H100 capture with every GPU's Fabric section replaced by `block`."""
+    assert capture.count(H100_FABRIC) == 8
+    return capture.replace(H100_FABRIC, block)
+
+
+def test_text_h100_fabric_completed_without_clique(sample):
+    # Driver 535 on an HGX H100 (Fabric Manager): registered, no clique fields printed.
+    for gpu in parse_nvidia_smi_text(sample(H100_TEXT)).gpus:
+        assert gpu.fabric == GpuFabric(state="Completed", status="Success")
+
+
+def test_text_fabric_clique_and_cluster_from_a_real_block(sample):
+    text = with_fabric(sample(H100_TEXT), sample(FABRIC_UNHEALTHY))
+    for gpu in parse_nvidia_smi_text(text).gpus:
+        assert gpu.fabric == GpuFabric(
+            state="Completed",
+            status="Success",
+            clique_id=2,
+            cluster_uuid="dc6e40c4-d722-4357-9ba6-5291dd461278",
+            health_summary="Unhealthy",
+        )
+
+
+def test_text_fabric_status_other_than_success_is_kept(sample):
+    text = with_fabric(sample(H100_TEXT), sample(FABRIC_NO_CLIQUE))
+    fabric = parse_nvidia_smi_text(text).gpus[0].fabric
+    assert (fabric.state, fabric.status) == ("Completed", "Insufficient Resources")
+    assert (fabric.clique_id, fabric.cluster_uuid) == (0, "00000000-0000-0000-0000-000000000000")
+
+
+def test_xml_fabric_not_applicable(sample):
+    # Driver 590 on a workstation (v13): every field N/A; driver 535 (v12): State, Status only.
+    for gpu in parse_nvidia_smi_xml(sample(A5000_V13)).gpus:
+        assert gpu.fabric == GpuFabric(state="N/A", status="N/A", health_summary="N/A")
+    assert parse_nvidia_smi_xml(sample(A100_V12)).gpus[0].fabric == GpuFabric("N/A", "N/A")
+
+
+def test_xml_fabric_fields_by_their_dtd_names(sample):
+    # The v13 capture's element names (cliqueId, clusterUuid, health/summary) with values.
+    text = sample(A5000_V13)
+    for name, value in [
+        ("state", "Completed"),
+        ("status", "Success"),
+        ("cliqueId", "32766"),
+        ("clusterUuid", "9c6f5af3-53bf-49b5-a436-b66766c413c3"),
+    ]:
+        text = text.replace(f"<{name}>N/A</{name}>", f"<{name}>{value}</{name}>")
+    fabric = parse_nvidia_smi_xml(text).gpus[0].fabric
+    assert fabric == GpuFabric(
+        "Completed", "Success", 32766, "9c6f5af3-53bf-49b5-a436-b66766c413c3", "N/A"
+    )
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "reason"),
+    [
+        ("CliqueId", "two", "CliqueId"),
+        ("ClusterUUID", "dc6e40c4-d722", "ClusterUUID"),
+    ],
+)
+def test_text_fabric_damaged_value_is_refused(sample, field, value, reason):
+    block = sample(FABRIC_UNHEALTHY)
+    lines = [
+        line.split(":")[0] + ": " + value if line.strip().startswith(field) else line
+        for line in block.splitlines()
+    ]
+    text = with_fabric(sample(H100_TEXT), "\n".join(lines) + "\n")
+    with pytest.raises(ParseFailure, match=reason):
+        parse_nvidia_smi_text(text)

@@ -375,3 +375,33 @@ def test_a_check_this_version_does_not_know_is_an_error() -> None:
     result = found["gpu.from-a-newer-myriad"]
     assert result.status == "error"
     assert result.actual == "check gpu.from-a-newer-myriad is unknown to this version of Myriad"
+
+
+def test_fabric_state_the_driver_did_not_report_is_an_error(sample: Callable[[str], str]) -> None:
+    # The real A100 v12 capture: its Fabric section holds State and Status only (driver 535),
+    # so on an NVL72 tray neither its clique nor its cluster can be vouched for; without any
+    # Fabric section, nothing at all.
+    xml = sample(A100)
+    completed = xml.replace(
+        "<state>N/A</state>\n            <status>N/A</status>",
+        "<state>Completed</state>\n            <status>Success</status>",
+    )
+    assert completed != xml
+    found = run({"gpu.fabric-state": {"domain": True}}, {"nvidia_smi": probe(completed)})
+    assert found["gpu.fabric-state"].status == "error"
+    assert found["gpu.fabric-state"].actual == "GPU 0: clique ID or cluster UUID not reported"
+    absent = re.sub(r"<fabric>.*?</fabric>", "", xml, flags=re.DOTALL)
+    found = run({"gpu.fabric-state": {"domain": False}}, {"nvidia_smi": probe(absent)})
+    assert found["gpu.fabric-state"].status == "error"
+    assert "no Fabric section" in found["gpu.fabric-state"].actual
+
+
+def test_an_imex_query_that_timed_out_or_was_cut_is_an_error(
+    sample: Callable[[str], str],
+) -> None:
+    capture = sample(
+        "nvidia-imex-ctl/p6e-gb200-ultraserver_18-nodes_imex-570.172_domain-up_nvidia-imex-ctl-N.txt"
+    )
+    for imex in (TIMED_OUT, probe(capture[: capture.index("Domain State")])):
+        found = run({"gpu.imex-domain": "UP"}, {"imex": imex})
+        assert found["gpu.imex-domain"].status == "error", imex

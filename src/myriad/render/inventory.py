@@ -26,6 +26,7 @@ from myriad.render.monitoring import monitoring_files, monitoring_group_vars, mo
 from myriad.render.role_vars import (
     cluster_vars,
     host_role_vars,
+    imex_domains,
     pool_vars,
     role_group_vars,
     slurm_blocks,
@@ -91,6 +92,7 @@ def build_inventory(
     pool_vars_by_name = {pool.name: pool_vars(spec, catalog, pool) for pool in spec.pools}
     pool_hcas = {name: values.get("nccl_hcas", []) for name, values in pool_vars_by_name.items()}
     rails = _rail_addresses(spec, plan, nodes, pool_vars_by_name)
+    imex = imex_domains(spec, plan, nodes, addresses)
     groups: dict[str, list[str]] = {name: [] for name in ROLE_GROUPS}
     for pool in spec.pools:
         groups[f"pool_{pool.name}"] = []
@@ -107,6 +109,9 @@ def build_inventory(
             "myriad_address": addresses[node.name],
         }
         variables.update(_connection_vars(spec, node, addresses[node.name], connection))
+        if node.name in imex:
+            # The IMEX daemon's nodes: every tray of this tray's NVLink domain (rack).
+            variables["nvidia_driver_imex_nodes"] = imex[node.name]
         if node.island is not None:
             variables["myriad_island"] = node.island
             variables["myriad_leaves"] = _leaves(plan, compute_position, spec, node, catalog)

@@ -16,9 +16,10 @@ from myriad.plan.fabric import leaf_placement
 from myriad.plan.machines import StackStorage
 from myriad.plan.model import Plan
 from myriad.plan.nodes import NodeRecord
+from myriad.plan.nvlink import rack_system_of
 from myriad.plan.ports import hardware_expectation, ports, ports_to_name
 from myriad.spec.catalog_models import Catalog
-from myriad.spec.models import Cluster, Pool
+from myriad.spec.models import Cluster, Pool, Profile
 
 # Slurm drains a node whose RealMemory exceeds what slurmd measures; the kernel, the
 # daemons and page tables take a few percent of what the spec calls the node's memory.
@@ -391,6 +392,58 @@ def _kubernetes_vars(spec: Cluster) -> dict[str, Any]:
     }
 
 
+# The systemd units of each NVLink fabric software (nvidia_driver_nvlink_fabric).
+NVLINK_FABRIC_UNITS: dict[str, tuple[str, ...]] = {
+    "none": (),
+    "fabricmanager": ("nvidia-fabricmanager.service",),
+    "fabricmanager-nvlsm": ("nvidia-fabricmanager.service",),
+    "imex": ("nvidia-imex.service",),
+}
+
+
+# Compute capability of Blackwell (catalog `compute_capability`, NVIDIA's "CUDA GPUs - Compute
+# Capability" table: B200 10.0): its HGX boards carry fourth-generation NVSwitch, where the
+# Fabric Manager guide puts the NVLink Subnet Manager beside Fabric Manager.
+BLACKWELL = 100
+
+
+def nvlink_fabric_software(profile: Profile, catalog: Catalog) -> str:
+    """The nvidia_driver role's nvidia_driver_nvlink_fabric for a profile (the role's README,
+    "NVLink fabric software by platform"): IMEX on a rack-scale system's compute trays (GB200 /
+    GB300 NVL72: the switch trays manage NVLink switching, no host Fabric Manager); Fabric
+    Manager with NVLSM on Blackwell NVSwitch boards (HGX B200/B300); Fabric Manager on other
+    NVSwitch boards (HGX A100/H100/H200); nothing elsewhere."""
+    if profile.gpu is None:
+        return "none"
+    if rack_system_of(profile, catalog) is not None:
+        return "imex"
+    if profile.nvswitch <= 0:
+        return "none"
+    capability = catalog.gpus[profile.gpu.model].compute_capability
+    return "fabricmanager-nvlsm" if (capability or 0) >= BLACKWELL else "fabricmanager"
+
+
+def imex_domains(
+    spec: Cluster, plan: Plan, nodes: Sequence[NodeRecord], addresses: Mapping[str, str]
+) -> dict[str, list[str]]:
+    """Node → the management addresses of every tray of its NVLink domain, itself included
+    (`nvidia_driver_imex_nodes`, the IMEX daemon's nodes_config.cfg): the trays of a
+    rack-scale pool fill racks in host order, as the plan counts them and as the Slurm blocks
+    are cut (slurm_blocks), so each rack's trays list the same addresses."""
+    domains: dict[str, list[str]] = {}
+    for racks in plan.nvlink:
+        if racks.system is None:
+            continue
+        trays = [node.name for node in nodes if node.pool == racks.pool]
+        size = racks.nodes_per_domain
+        for start in range(0, len(trays), size):
+            members = trays[start : start + size]
+            listed = [addresses[name] for name in members]
+            for name in members:
+                domains[name] = listed
+    return domains
+
+
 def pool_vars(spec: Cluster, catalog: Catalog, pool: Pool) -> dict[str, Any]:
     """What the pool's server shape implies: GPUs, HCAs in rail order, the storage bond."""
     profile = spec.profiles[pool.profile]
@@ -400,13 +453,15 @@ def pool_vars(spec: Cluster, catalog: Catalog, pool: Pool) -> dict[str, Any]:
     variables["container_runtime_nvidia_enabled"] = gpus > 0
     if profile.gpu is not None:
         variables["myriad_gpu"] = {"model": profile.gpu.model, "count": gpus}
-        variables["nvidia_driver_fabricmanager"] = profile.nvswitch > 0
+        nvlink_fabric = nvlink_fabric_software(profile, catalog)
+        variables["nvidia_driver_nvlink_fabric"] = nvlink_fabric
         if spec.software.orchestrator == "slurm":
-            # slurmd starts after the driver's daemons (Fabric Manager on NVSwitch boards,
-            # whose GPUs CUDA cannot use before it runs).
-            variables["slurm_slurmd_gpu_units"] = ["nvidia-persistenced.service"] + (
-                ["nvidia-fabricmanager.service"] if profile.nvswitch > 0 else []
-            )
+            # slurmd starts after the driver's daemons: CUDA cannot use the GPUs of an NVSwitch
+            # board before Fabric Manager runs, nor share memory across trays before IMEX does.
+            variables["slurm_slurmd_gpu_units"] = [
+                "nvidia-persistenced.service",
+                *NVLINK_FABRIC_UNITS[nvlink_fabric],
+            ]
             if spec.provider.kind == "local":
                 # The twin's GPUs are stubs: no driver lists them in /proc/driver/nvidia,
                 # which a container cannot fake (Docker refuses mounts under /proc). Its

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from operator import attrgetter
 from typing import Any
 
@@ -283,6 +284,29 @@ GPU_HEALTH = Check(
 )
 
 
+# --- the NVLink fabric's software, as the nvidia_driver role chose it ------------------------
+
+# nvidia_driver_nvlink_fabric: none | fabricmanager | fabricmanager-nvlsm | imex (the role's
+# README says which platform takes which, after NVIDIA's Fabric Manager and IMEX guides).
+NVLINK_FABRICS = ("none", "fabricmanager", "fabricmanager-nvlsm", "imex")
+
+
+def nvlink_fabric(variables: Mapping[str, Any]) -> str:
+    """The NVLink fabric software of a kind of node: the nvidia_driver role's
+    `nvidia_driver_nvlink_fabric`, or Fabric Manager where only the older
+    `nvidia_driver_fabricmanager` switch is set (the role reads the two the same way)."""
+    chosen = str(variables.get("nvidia_driver_nvlink_fabric") or "none")
+    if chosen == "none" and variables.get("nvidia_driver_fabricmanager"):
+        return "fabricmanager"
+    return chosen
+
+
+def nvlink_network(variables: Mapping[str, Any]) -> bool:
+    """An NVLink-network platform (GB200/GB300 NVL72 compute trays): GPUs of several nodes
+    share one NVLink domain, joined through IMEX."""
+    return nvlink_fabric(variables) == "imex"
+
+
 # --- gpu.fabricmanager -----------------------------------------------------------------------
 
 
@@ -291,6 +315,12 @@ def _derive_fabricmanager(c: Context) -> Expect | Skip:
         return skip
     if c.profile.nvswitch <= 0:
         return Skip(f"{c.p}.nvswitch", "no NVSwitch: no Fabric Manager needed")
+    if nvlink_fabric(c.variables) == "imex":
+        return Skip(
+            f"{c.p}.nvswitch",
+            "NVLink-network tray: its NVSwitches are managed on the switch trays, not by a "
+            "host Fabric Manager",
+        )
     return Expect(
         "nvidia-fabricmanager",
         f"{c.p}.nvswitch",
@@ -305,6 +335,172 @@ GPU_FABRICMANAGER = Check(
     derive=_derive_fabricmanager,
     evaluate=unit_active,
     explain=explain_unit,
+)
+
+
+# --- gpu.fabric-state ------------------------------------------------------------------------
+
+# NVML's fabric health summaries that are faults (nvmlGpuFabricInfo_v3_t healthSummary);
+# Healthy, Not Supported and N/A are not.
+FABRIC_UNHEALTHY = frozenset({"unhealthy", "limited capacity"})
+# What NVML reports for a GPU in no NVLink domain (seen on H100 and on failed NVL72 trays).
+ZERO_CLUSTER = "00000000-0000-0000-0000-000000000000"
+
+
+def _derive_fabric_state(c: Context) -> Expect | Skip:
+    if (skip := _no_gpus(c)) is not None:
+        return skip
+    fabric = nvlink_fabric(c.variables)
+    if fabric not in ("imex", "fabricmanager-nvlsm"):
+        return Skip(
+            f"{c.p}.gpu.model",
+            f"the GPUs' fabric state is judged on NVLink-network trays and fourth-generation "
+            f"NVSwitch boards only (nvidia_driver_nvlink_fabric: {fabric})",
+        )
+    domain = fabric == "imex"
+    fix = (
+        "drain {node}; a tray whose GPUs are not all in the rack's NVLink domain: check the "
+        "tray's NVLink connections and the switch trays' fabric, then reset the GPUs or "
+        "reboot the tray"
+        if domain
+        else bringup_fix(
+            "nvidia_driver", "Fabric Manager and NVLSM must both run before CUDA starts"
+        )
+    )
+    return Expect({"domain": domain}, f"{c.p}.gpu.model", fix)
+
+
+def _evaluate_fabric_state(
+    expected: dict[str, Any], facts: NodeFacts, view: ClusterView, node: str
+) -> Outcome:
+    if (problem := _gpus_or(facts)) is not None:
+        return problem
+    gpus = facts.gpus.get().gpus
+    if not gpus:
+        return failed("no GPUs")
+    problems: list[str] = []
+    unread: list[str] = []
+    domains: dict[tuple[int, str], list[str]] = {}
+    for gpu in gpus:
+        fabric = gpu.fabric
+        if fabric.state is None:
+            unread.append(f"GPU {gpu.index}: no Fabric section in nvidia-smi's report")
+            continue
+        if fabric.state != "Completed":
+            problems.append(f"GPU {gpu.index}: fabric state {fabric.state}")
+            continue
+        # NVML: the status means something once the state is Completed, and only then.
+        if fabric.status != "Success":
+            problems.append(f"GPU {gpu.index}: fabric status {fabric.status}")
+            continue
+        if (fabric.health_summary or "").lower() in FABRIC_UNHEALTHY:
+            problems.append(f"GPU {gpu.index}: fabric health {fabric.health_summary}")
+        if not expected["domain"]:
+            continue
+        if fabric.clique_id is None or fabric.cluster_uuid is None:
+            unread.append(f"GPU {gpu.index}: clique ID or cluster UUID not reported")
+        elif fabric.cluster_uuid == ZERO_CLUSTER:
+            problems.append(f"GPU {gpu.index}: in no NVLink domain (cluster UUID all zeros)")
+        else:
+            key = (fabric.clique_id, fabric.cluster_uuid)
+            domains.setdefault(key, []).append(str(gpu.index))
+    if len(domains) > 1:
+        # One tray, several domains: a GPU the NVLink fabric placed elsewhere. Said first,
+        # so that the drain reason (its first words) names it.
+        split = "; ".join(
+            f"GPU {','.join(indices)} clique {clique} cluster {cluster}"
+            for (clique, cluster), indices in sorted(domains.items())
+        )
+        problems.insert(0, f"GPUs disagree on their NVLink domain: {split}")
+    good = f"Completed, Success on {len(gpus)} GPUs"
+    if len(domains) == 1:
+        ((clique, cluster),) = domains
+        good += f", clique {clique} of cluster {cluster}"
+    return verdict(problems, good, unread)
+
+
+def _explain_fabric_state(expected: dict[str, Any]) -> str:
+    if expected["domain"]:
+        return "every GPU Completed, Success, in one NVLink domain (clique and cluster UUID)"
+    return "every GPU's fabric registration Completed, Success"
+
+
+GPU_FABRIC_STATE = Check(
+    id="gpu.fabric-state",
+    title="GPUs registered with the NVLink fabric, all in one domain",
+    spec_fields=("profiles.*.gpu.model",),
+    derive=_derive_fabric_state,
+    evaluate=_evaluate_fabric_state,
+    explain=_explain_fabric_state,
+)
+
+
+# --- gpu.imex-service ------------------------------------------------------------------------
+
+
+def _no_nvlink_network(c: Context) -> Skip | None:
+    if (skip := _no_gpus(c)) is not None:
+        return skip
+    if not nvlink_network(c.variables):
+        return Skip(
+            f"{c.p}.gpu.model",
+            "not an NVLink-network tray (nvidia_driver_nvlink_fabric is not imex): no IMEX",
+        )
+    return None
+
+
+def _derive_imex_service(c: Context) -> Expect | Skip:
+    if (skip := _no_nvlink_network(c)) is not None:
+        return skip
+    return Expect(
+        "nvidia-imex",
+        f"{c.p}.gpu.model",
+        bringup_fix("nvidia_driver", "systemctl enable --now nvidia-imex"),
+    )
+
+
+GPU_IMEX_SERVICE = Check(
+    id="gpu.imex-service",
+    title="IMEX daemon active",
+    spec_fields=("profiles.*.gpu.model",),
+    derive=_derive_imex_service,
+    evaluate=unit_active,
+    explain=explain_unit,
+)
+
+
+# --- gpu.imex-domain -------------------------------------------------------------------------
+
+
+def _derive_imex_domain(c: Context) -> Expect | Skip:
+    if (skip := _no_nvlink_network(c)) is not None:
+        return skip
+    return Expect(
+        "UP",
+        f"{c.p}.gpu.model",
+        "nvidia-imex-ctl -N names the nodes and links that are down: bring those trays' "
+        "IMEX daemons up (same driver version, same nodes_config.cfg), or "
+        + bringup_fix("nvidia_driver"),
+    )
+
+
+def _evaluate_imex_domain(expected: str, facts: NodeFacts, view: ClusterView, node: str) -> Outcome:
+    if not facts.imex.ok:
+        return unavailable(facts.imex)
+    domain = facts.imex.get()
+    problems = [] if domain.state == expected else [f"domain {domain.state}"]
+    problems += [f"{n.address} {n.status}" for n in domain.nodes if n.status != "READY"]
+    problems += domain.broken_links()
+    return verdict(problems, f"{domain.state}, {len(domain.nodes)} nodes READY, all connected")
+
+
+GPU_IMEX_DOMAIN = Check(
+    id="gpu.imex-domain",
+    title="IMEX domain up: every node ready, every connection up",
+    spec_fields=("profiles.*.gpu.model",),
+    derive=_derive_imex_domain,
+    evaluate=_evaluate_imex_domain,
+    explain=lambda expected: f"domain {expected}, every node READY, every connection C",
 )
 
 

@@ -1,9 +1,10 @@
-"""The GPUs (`nvidia-smi -q -x`) and their NVLinks (`nvidia-smi nvlink --status`)."""
+"""The GPUs (`nvidia-smi -q -x`), their NVLinks (`nvidia-smi nvlink --status`) and, on
+NVLink-network trays (GB200/GB300 NVL72), the IMEX domain (`nvidia-imex-ctl -N`)."""
 
 from __future__ import annotations
 
 from myriad.node.facts.declare import command, fact
-from myriad.node.parsers import parse_nvidia_smi_xml, parse_nvlink_status
+from myriad.node.parsers import parse_imex_nodes, parse_nvidia_smi_xml, parse_nvlink_status
 
 GPUS = fact(
     "gpus",
@@ -16,4 +17,12 @@ NVLINK = fact(
     command("nvlink", "nvidia-smi", "nvlink", "--status"),
     "nvidia-smi nvlink --status",
     parse_nvlink_status,
+)
+# Elsewhere the tool is not installed: the fact is `missing`, which only the IMEX check reads,
+# and only where the platform runs IMEX.
+IMEX = fact(
+    "imex",
+    command("imex", "nvidia-imex-ctl", "-N"),
+    "nvidia-imex-ctl -N",
+    parse_imex_nodes,
 )

@@ -25,6 +25,7 @@ from myriad.node.parsers import (
     DockerInfo,
     IbPort,
     IbReport,
+    ImexDomain,
     Interface,
     KubeNode,
     MlnxQos,
@@ -47,6 +48,7 @@ class NodeFacts:
     hostname: Fact[str]
     gpus: Fact[NvidiaSmiReport]
     nvlink: Fact[NvlinkStatus]
+    imex: Fact[ImexDomain]
     hcas: Fact[IbReport]
     hca_links: Fact[Mapping[str, HcaLink]]
     pci: Fact[Mapping[str, PciFunction]]

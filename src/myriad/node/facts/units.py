@@ -23,6 +23,7 @@ DEFAULT_UNITS = (
     "kubelet",
     "nvidia-persistenced",
     "nvidia-fabricmanager",
+    "nvidia-imex",
     "opensm",
     "myriad-roce-qos",
 )

@@ -8,6 +8,7 @@ from myriad.node.parsers.bonding import Bond, BondSlave, parse_bonding
 from myriad.node.parsers.common import ParseFailure
 from myriad.node.parsers.dcgm import DcgmDiag, DcgmResult, DcgmTest, parse_dcgmi_diag
 from myriad.node.parsers.docker_info import DockerInfo, DockerRuntime, parse_docker_info
+from myriad.node.parsers.imex import ImexDomain, ImexNode, parse_imex_nodes
 from myriad.node.parsers.infiniband import (
     IbDevice,
     IbPort,
@@ -23,6 +24,7 @@ from myriad.node.parsers.mlnx_qos import MlnxQos, TrafficClass, parse_mlnx_qos
 from myriad.node.parsers.nccl_tests import NcclRank, NcclRow, NcclTestsRun, parse_nccl_tests
 from myriad.node.parsers.nvidia_smi import (
     Gpu,
+    GpuFabric,
     NvidiaSmiReport,
     NvlinkGpu,
     NvlinkLink,
@@ -60,10 +62,13 @@ __all__ = [
     "DockerInfo",
     "DockerRuntime",
     "Gpu",
+    "GpuFabric",
     "Gres",
     "IbDevice",
     "IbPort",
     "IbReport",
+    "ImexDomain",
+    "ImexNode",
     "Interface",
     "KubeNode",
     "MlnxQos",
@@ -93,6 +98,7 @@ __all__ = [
     "parse_gres",
     "parse_ibstat",
     "parse_ibv_devinfo",
+    "parse_imex_nodes",
     "parse_ip_addr",
     "parse_ip_link",
     "parse_kubectl_nodes",

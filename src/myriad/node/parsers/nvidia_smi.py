@@ -23,6 +23,7 @@ from myriad.node.parsers.common import (
 
 __all__ = [
     "Gpu",
+    "GpuFabric",
     "NvidiaSmiReport",
     "NvlinkGpu",
     "NvlinkLink",
@@ -46,6 +47,26 @@ class PcieLink:
     gen_max: int | None
     width_current: int | None
     width_max: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class GpuFabric:
+    """The GPU's registration with its NVLink fabric: nvidia-smi's "Fabric" section, which
+    prints NVML's nvmlGpuFabricInfo (NVML API reference, nvmlGpuFabricInfo_v2_t/v3_t).
+
+    `state` and `status` are kept as printed ("Completed", "In Progress", "Not Supported",
+    "N/A"; "Success" or an NVML error such as "Insufficient Resources"): which of them is
+    healthy depends on the platform, so the check judges them, not the parser. NVML says
+    `status` means something only once `state` is Completed. `clique_id` and `cluster_uuid`
+    (drivers from the 550 branch print them) are None where nvidia-smi prints N/A; every
+    GPU of one NVLink domain shares both. None throughout: the driver printed no section.
+    """
+
+    state: str | None = None
+    status: str | None = None
+    clique_id: int | None = None
+    cluster_uuid: str | None = None
+    health_summary: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +94,7 @@ class Gpu:
     # "Drain P2P", "Drain and Reset" (NVIDIA GPU memory error management, "Error Recovery and
     # Response Flags"), kept as printed. None where the driver does not report it.
     recovery_action: str | None = None
+    fabric: GpuFabric = GpuFabric()
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +152,7 @@ _UNAVAILABLE = frozenset(
 _UUID = re.compile(r"GPU-[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}")
 _BUS_ID = re.compile(r"[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]")
 _DRIVER = re.compile(r"\d+\.\d+(\.\d+)?")
+_CLUSTER_UUID = re.compile(r"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}")
 
 
 def _unavailable(value: str) -> bool:
@@ -200,6 +223,29 @@ def _checked(tool: str, value: str | None, pattern: re.Pattern[str], what: str) 
     if not pattern.fullmatch(stripped):
         raise ParseFailure(tool, f"{what}: unexpected value {stripped!r}")
     return stripped
+
+
+def _fabric(
+    tool: str,
+    state: str | None,
+    status: str | None,
+    clique: str | None,
+    cluster: str | None,
+    summary: str | None,
+) -> GpuFabric:
+    def kept(value: str | None) -> str | None:
+        return None if value is None else value.strip()
+
+    uuid = None if cluster is None or _unavailable(cluster) else cluster.strip()
+    if uuid is not None and not _CLUSTER_UUID.fullmatch(uuid):
+        raise ParseFailure(tool, f"Fabric ClusterUUID: unexpected value {uuid!r}")
+    return GpuFabric(
+        state=kept(state),
+        status=kept(status),
+        clique_id=_optional_int(tool, clique, "Fabric CliqueId"),
+        cluster_uuid=uuid,
+        health_summary=kept(summary),
+    )
 
 
 # --- XML ---------------------------------------------------------------------------------
@@ -330,6 +376,14 @@ def _xml_gpu(index: int, gpu: ET.Element) -> Gpu:
             width_max=_width(t, _text(gpu, link + "link_widths/max_link_width"), "width"),
         ),
         recovery_action=_recovery_action(_text(gpu, "gpu_recovery_action")),
+        fabric=_fabric(
+            t,
+            _text(gpu, "fabric/state"),
+            _text(gpu, "fabric/status"),
+            _text(gpu, "fabric/cliqueId"),
+            _text(gpu, "fabric/clusterUuid"),
+            _text(gpu, "fabric/health/summary"),
+        ),
     )
 
 
@@ -435,6 +489,14 @@ def _text_gpu(index: int, bus_id: str, fields: dict[_Path, str]) -> Gpu:
             width_max=_width(t, get(*link, "Link Width", "Max"), "Link Width"),
         ),
         recovery_action=_recovery_action(get("GPU Recovery Action")),
+        fabric=_fabric(
+            t,
+            get("Fabric", "State"),
+            get("Fabric", "Status"),
+            get("Fabric", "CliqueId"),
+            get("Fabric", "ClusterUUID"),
+            get("Fabric", "Health", "Summary"),
+        ),
     )
 
 
