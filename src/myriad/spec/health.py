@@ -33,6 +33,9 @@ DEFAULT_DRAIN: tuple[str, ...] = (
     "gpu.health",
     "gpu.nvlink",
     "gpu.ecc",
+    # NVLink-network trays (NVL72) and NVLSM boards only; elsewhere they do not apply.
+    "gpu.fabric-state",
+    "gpu.imex-domain",
     "hca.present",
     "hca.state",
     "hca.rate",
