@@ -29,7 +29,7 @@ from pathlib import Path
 
 from conditions import measured
 
-from myriad.plan.acceptance import Expected, ProfileFigures, profile_figures
+from myriad.plan.acceptance import Expected, ProfileFigures
 from myriad.plan.pipeline import plan_loaded
 from myriad.plan.slow_nodes import (
     AcceptNode,
@@ -38,7 +38,7 @@ from myriad.plan.slow_nodes import (
     GroupTest,
     find_slow,
     rounds_bound,
-    topology,
+    search_inputs,
 )
 from myriad.spec.loader import load_spec
 
@@ -65,12 +65,7 @@ def _example(name: str) -> tuple[AcceptTopology, dict[str, ProfileFigures]]:
     loaded = load_spec(ROOT / "inventories" / name / "cluster.yaml")
     fabric = plan_loaded(loaded).plan.fabric
     assert fabric is not None
-    figures = {
-        profile: profile_figures(profile, spec, loaded.catalog)
-        for profile, spec in loaded.spec.profiles.items()
-        if spec.gpu is not None
-    }
-    return topology(loaded.spec, fabric), figures
+    return search_inputs(loaded.spec, loaded.catalog, fabric)
 
 
 def _faults(kind: str, topo: AcceptTopology, rng: random.Random) -> tuple[dict, dict]:

@@ -46,10 +46,12 @@ class MyriadError(Exception):
     exit_code = 1
 
 
-class SpecError(MyriadError):
-    """The spec cannot be used: every problem of the file, in file order."""
+class LocatedError(MyriadError):
+    """A file Myriad reads cannot be used: every problem with its file:line:column, in file
+    order, under a head naming what the file is (`subject`)."""
 
     exit_code = 2
+    subject = "the file"
 
     def __init__(self, problems: Iterable[Problem]) -> None:
         self.problems: Sequence[Problem] = sorted(
@@ -59,8 +61,14 @@ class SpecError(MyriadError):
 
     def render(self) -> str:
         count = len(self.problems)
-        head = f"{count} problem{'s' if count != 1 else ''} in the spec:"
+        head = f"{count} problem{'s' if count != 1 else ''} in {self.subject}:"
         return "\n".join([head, *(p.render() for p in self.problems)])
+
+
+class SpecError(LocatedError):
+    """The spec cannot be used: every problem of the file, in file order."""
+
+    subject = "the spec"
 
 
 class ProjectNotFound(MyriadError):
@@ -193,22 +201,11 @@ class OpsInputError(OpsError):
     exit_code = 2
 
 
-class ActionMapError(MyriadError):
+class ActionMapError(LocatedError):
     """Node health's action map (which action each finding gets) has bad entries: every
     problem with its file:line:column."""
 
-    exit_code = 2
-
-    def __init__(self, problems: Iterable[Problem]) -> None:
-        self.problems: Sequence[Problem] = sorted(
-            problems, key=lambda p: (p.file, p.line, p.column, format_path(p.path))
-        )
-        super().__init__(self.render())
-
-    def render(self) -> str:
-        count = len(self.problems)
-        head = f"{count} problem{'s' if count != 1 else ''} in the action map:"
-        return "\n".join([head, *(p.render() for p in self.problems)])
+    subject = "the action map"
 
 
 # --- runs that tell the truth (issue #13) ---------------------------------------------------

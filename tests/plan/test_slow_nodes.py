@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from myriad.plan.acceptance import ProfileFigures, profile_figures
+from myriad.plan.acceptance import ProfileFigures
 from myriad.plan.pipeline import plan_loaded
 from myriad.plan.slow_nodes import (
     AcceptTopology,
@@ -24,6 +24,7 @@ from myriad.plan.slow_nodes import (
     GroupTest,
     find_slow,
     rounds_bound,
+    search_inputs,
     topology,
 )
 from myriad.spec.loader import load_spec
@@ -37,12 +38,7 @@ def _example(name: str) -> tuple[AcceptTopology, dict[str, ProfileFigures]]:
     loaded = load_spec(ROOT / "inventories" / name / "cluster.yaml")
     fabric = plan_loaded(loaded).plan.fabric
     assert fabric is not None
-    figures = {
-        profile: profile_figures(profile, spec, loaded.catalog)
-        for profile, spec in loaded.spec.profiles.items()
-        if spec.gpu is not None
-    }
-    return topology(loaded.spec, fabric), figures
+    return search_inputs(loaded.spec, loaded.catalog, fabric)
 
 
 SLOW = st.floats(min_value=0.05, max_value=0.85)  # below the 0.90 gate

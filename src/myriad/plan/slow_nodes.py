@@ -34,10 +34,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from myriad.plan.acceptance import Expected, ProfileFigures
+from myriad.plan.acceptance import Expected, ProfileFigures, profile_figures
 from myriad.plan.fabric import iter_placements
 from myriad.plan.model import Fabric
 from myriad.plan.nodes import iter_nodes
+from myriad.spec.catalog_models import Catalog
 from myriad.spec.models import Cluster
 
 __all__ = [
@@ -87,6 +88,19 @@ class AcceptTopology:
     @property
     def islands(self) -> tuple[int, ...]:
         return tuple(sorted({node.island for node in self.nodes}))
+
+
+def search_inputs(
+    spec: Cluster, catalog: Catalog, fabric: Fabric
+) -> tuple[AcceptTopology, dict[str, ProfileFigures]]:
+    """What the search needs of a planned cluster: its topology and each GPU profile's
+    expected figures."""
+    figures = {
+        name: profile_figures(name, profile, catalog)
+        for name, profile in spec.profiles.items()
+        if profile.gpu is not None
+    }
+    return topology(spec, fabric), figures
 
 
 def topology(spec: Cluster, fabric: Fabric) -> AcceptTopology:
