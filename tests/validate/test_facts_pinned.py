@@ -40,6 +40,7 @@ ROOT = "<root>"
 NVLINK = "a100-sxm4-80gb-x8_nvlink-status.txt"
 NVIDIA_XML = "a100-sxm4-80gb-x4-mig_v12_drv535.54.03.xml"
 IP_LINK = "ip-j-d-link_iproute2-6.1.0_bridge-veth.json"
+IP_ROUTE = "ip-j-4-route-table-all_iproute2-6.1.0_rails-good.json"
 
 
 # --- turning facts into plain, comparable data -------------------------------------------------
@@ -88,7 +89,8 @@ def fake_node(base: Path) -> tuple[Path, Path]:
     _tool(
         bin_dir,
         "ip",
-        f'case "$*" in *-4*) echo \'[{{"ifname":"eth4","addr_info":[{{"local":"10.1.0.5",'
+        f'case "$*" in *route*) {CAT} "{FIXTURES}/{IP_ROUTE}";; '
+        f'*-4*) echo \'[{{"ifname":"eth4","addr_info":[{{"local":"10.1.0.5",'
         f'"prefixlen":24}}]}}]\';; *) {CAT} "{FIXTURES}/{IP_LINK}";; esac',
     )
     _printing(bin_dir, "docker", FIXTURES / "docker-info_edited_nvidia-default-runtime.json")
@@ -176,7 +178,8 @@ def gathered(base: Path, args: list[str]) -> dict[str, Any]:
         capture_output=True,
         text=True,
         timeout=120,
-        env={"PATH": str(bin_dir)},
+        # The gatherer the test imported (a worktree's src, not an installed copy).
+        env={"PATH": str(bin_dir), "PYTHONPATH": str(Path(gather.__file__).parents[2])},
         check=True,
     )
     document: dict[str, Any] = json.loads(done.stdout.replace(str(root), ROOT))
@@ -249,6 +252,7 @@ def recorded_documents() -> Iterator[tuple[str, object]]:
                 "scontrol_nodes": rec(fixture("scontrol-show-node_23.11_default-format.txt")),
                 "docker_info": rec(fixture("docker-info_20.10.24_runc-only.json")),
                 "ip_link": rec(fixture("ip-j-link_iproute2-6.1.0_bridge-veth.json")),
+                "ip_route": rec(fixture("ip-j-4-route-table-all_iproute2-6.1.0_rails-broken.json")),
                 "chrony_tracking": rec(None, missing=True, stderr="chronyc: command not found"),
                 "timedatectl": rec("NTPSynchronized=no\nTimezone=UTC\n"),
                 "units": rec("active\nfailed\n", rc=3),
@@ -349,6 +353,7 @@ def recorded_documents() -> Iterator[tuple[str, object]]:
                 "hardware_record": rec("{}", rc=None, timed_out=True),
                 "roce_gids": rec('{"mlx5_0": [[3, "::ffff:10.1.0.5", "RoCE v2"]]}'),
                 "ip_addr": "not a record",
+                "ip_route": rec('[{"table": "main", "dev": "rail0"}]'),
             },
             units="not a list",
         ),

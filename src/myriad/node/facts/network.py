@@ -1,5 +1,6 @@
 """The node's network interfaces: links (`ip -j -d link`), IPv4 addresses (`ip -j -4
-addr`) and bonds (/proc/net/bonding)."""
+addr`), IPv4 routes of every table (`ip -j -4 route show table all`) and bonds
+(/proc/net/bonding)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from myriad.node.parsers import (
     parse_bonding,
     parse_ip_addr,
     parse_ip_link,
+    parse_ip_route,
 )
 
 if TYPE_CHECKING:
@@ -57,4 +59,12 @@ LINKS = fact("links", command("ip_link", "ip", "-j", "-d", "link"), "ip -j -d li
 # it a RoCEv2 GID.
 ADDRESSES = fact(
     "addresses", command("ip_addr", "ip", "-j", "-4", "addr"), "ip -j -4 addr", parse_ip_addr
+)
+# Every routing table's IPv4 routes: a RoCE rail behind a routed leaf reaches the rail's
+# other leaves through its leaf, in the rail's own table and in main.
+ROUTES = fact(
+    "routes",
+    command("ip_route", "ip", "-j", "-4", "route", "show", "table", "all"),
+    "ip -j -4 route show table all",
+    parse_ip_route,
 )

@@ -31,6 +31,7 @@ from myriad.node.parsers import (
     MlnxQos,
     NvidiaSmiReport,
     NvlinkStatus,
+    Route,
     SlurmNode,
     SlurmTopology,
 )
@@ -73,6 +74,7 @@ class NodeFacts:
     efa_domains: Fact[tuple[str, ...]] = NOT_GATHERED
     hca_counters: Fact[Mapping[str, Mapping[str, int | None]]] = NOT_GATHERED
     addresses: Fact[Mapping[str, tuple[str, ...]]] = NOT_GATHERED
+    routes: Fact[tuple[Route, ...]] = NOT_GATHERED
     slurm_files: Fact[Mapping[str, FileDigest | None]] = NOT_GATHERED
     job: Fact[JobRun] = NOT_GATHERED
     xid_events: Fact[tuple[XidEvent, ...]] = NOT_GATHERED

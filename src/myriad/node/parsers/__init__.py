@@ -18,7 +18,13 @@ from myriad.node.parsers.infiniband import (
     parse_sysfs_counters,
     parse_sysfs_infiniband,
 )
-from myriad.node.parsers.iplink import Interface, parse_ip_addr, parse_ip_link
+from myriad.node.parsers.iplink import (
+    Interface,
+    Route,
+    parse_ip_addr,
+    parse_ip_link,
+    parse_ip_route,
+)
 from myriad.node.parsers.kubernetes import GPU_RESOURCE, KubeNode, parse_kubectl_nodes
 from myriad.node.parsers.mlnx_qos import MlnxQos, TrafficClass, parse_mlnx_qos
 from myriad.node.parsers.nccl_tests import NcclRank, NcclRow, NcclTestsRun, parse_nccl_tests
@@ -83,6 +89,7 @@ __all__ = [
     "PcieLink",
     "PerftestRow",
     "PerftestRun",
+    "Route",
     "SinfoGresCount",
     "SinfoNodeGres",
     "SlurmBlock",
@@ -101,6 +108,7 @@ __all__ = [
     "parse_imex_nodes",
     "parse_ip_addr",
     "parse_ip_link",
+    "parse_ip_route",
     "parse_kubectl_nodes",
     "parse_mlnx_qos",
     "parse_nccl_tests",

@@ -1,4 +1,5 @@
-"""Parser for `ip -j link` and `ip -j -d link` (iproute2 JSON output)."""
+"""Parsers for `ip -j link`, `ip -j -d link`, `ip -j -4 addr` and `ip -j -4 route show table
+all` (iproute2 JSON output)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Any, TypeGuard
 
 from myriad.node.parsers.common import ParseFailure, guarded, load_json
 
-__all__ = ["Interface", "parse_ip_addr", "parse_ip_link"]
+__all__ = ["Interface", "Route", "parse_ip_addr", "parse_ip_link", "parse_ip_route"]
 
 TOOL = "ip -j link"
 
@@ -119,3 +120,52 @@ def parse_ip_addr(text: str) -> dict[str, tuple[str, ...]]:
             addresses.append(f"{local}/{prefix}")
         held[entry["ifname"]] = tuple(addresses)
     return held
+
+
+ROUTE_TOOL = "ip -j -4 route show table all"
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """One IPv4 route. iproute2 leaves `table` out for the main table and `dst` is
+    "default" for 0.0.0.0/0; both are kept as the kernel's words ("main", "default")."""
+
+    table: str
+    dst: str
+    gateway: str | None
+    dev: str | None
+    prefsrc: str | None
+    kind: str
+
+
+def _route(position: int, entry: object) -> Route:
+    if not isinstance(entry, dict):
+        raise ParseFailure(ROUTE_TOOL, f"entry {position} is not an object")
+    dst = entry.get("dst")
+    if not isinstance(dst, str) or not dst:
+        raise ParseFailure(ROUTE_TOOL, f"entry {position} has no dst")
+    where = f"route {dst}"
+    fields = {}
+    for key in ("table", "gateway", "dev", "prefsrc", "type"):
+        value = entry.get(key)
+        if value is not None and not isinstance(value, str):
+            raise ParseFailure(ROUTE_TOOL, f"{where}: {key} is not a string: {value!r}")
+        fields[key] = value
+    return Route(
+        table=fields["table"] or "main",
+        dst=dst,
+        gateway=fields["gateway"],
+        dev=fields["dev"],
+        prefsrc=fields["prefsrc"],
+        kind=fields["type"] or "unicast",
+    )
+
+
+@guarded(ROUTE_TOOL)
+def parse_ip_route(text: str) -> tuple[Route, ...]:
+    """Parse `ip -j -4 route show table all`: every table's routes, in the kernel's order."""
+    data = load_json(ROUTE_TOOL, text)
+    if not isinstance(data, list):
+        kind = type(data).__name__
+        raise ParseFailure(ROUTE_TOOL, f"expected a JSON array of routes, got {kind}")
+    return tuple(_route(i, entry) for i, entry in enumerate(data))
