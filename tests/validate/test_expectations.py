@@ -413,8 +413,9 @@ def test_pool_expectations_do_not_depend_on_which_node_is_asked() -> None:
     )
     first, last = cluster.node("gpu0001"), cluster.node("gpu1250")
     assert isinstance(first, NodeExpectations)
-    # Per node: its name, its Slurm switch, its rail addresses and the GIDs they give.
-    own = ("host.name", "slurm.topology", "roce.address", "roce.gid_index")
+    # Per node: its name, its Slurm switch, its rail addresses, the GIDs they give and its
+    # leaf's gateway on each rail.
+    own = ("host.name", "slurm.topology", "roce.address", "roce.gid_index", "roce.route")
     shared = [e for e in first.expectations if e.check not in own]
     assert shared == [e for e in last.expectations if e.check not in own]
     switch = {e.check: e for e in last.expectations}["slurm.topology"].expected

@@ -286,3 +286,64 @@ ROCE_GID = Check(
     ),
     per_node=True,
 )
+
+
+# --- roce.route ----------------------------------------------------------------------------------
+
+
+def _derive_routes(c: Context) -> Expect | Skip:
+    netdevs = _netdevs(c)
+    if isinstance(netdevs, Skip):
+        return netdevs
+    # As roles/roce/vars/main.yml numbers them: rail i's table is the base + i, in
+    # roce_nics order; a rail with a gateway routes its rail network via the leaf there and
+    # in main.
+    base = int(c.variables.get("roce_route_table_base", 100))
+    rails = [
+        {
+            "netdev": str(nic["netdev"]),
+            "network": str(nic["rail_network"]),
+            "gateway": str(nic["gateway"]),
+            "table": str(base + index),
+        }
+        for index, nic in enumerate(c.variables.get("roce_nics") or [])
+        if nic.get("gateway") and nic.get("rail_network")
+    ]
+    if not rails:
+        return Skip(
+            "network.addressing.rail_subnets",
+            "no rail has a leaf gateway (stretched rail subnets, or no rail addresses)",
+        )
+    return Expect(rails, "network.addressing.rail_subnets", bringup_fix("roce"))
+
+
+def _evaluate_routes(
+    expected: list[dict[str, str]], facts: NodeFacts, view: object, node: str
+) -> Outcome:
+    if not facts.routes.ok:
+        return unavailable(facts.routes)
+    routes = facts.routes.get()
+    problems = []
+    for rail in expected:
+        for table in (rail["table"], "main"):
+            held = [r for r in routes if r.table == table and r.dst == rail["network"]]
+            good = [r for r in held if r.gateway == rail["gateway"] and r.dev == rail["netdev"]]
+            if good:
+                continue
+            want = f"{rail['network']} via {rail['gateway']} dev {rail['netdev']} table {table}"
+            have = listed([f"via {r.gateway or 'no gateway'} dev {r.dev}" for r in held])
+            problems.append(f"{want}: " + (f"routed {have} instead" if held else "missing"))
+    return verdict(problems, f"{len(expected)} rail network(s) via their leaf, in both tables")
+
+
+ROCE_ROUTE = Check(
+    id="roce.route",
+    title="each rail's network routed via its leaf gateway (rail table and main)",
+    spec_fields=("network.addressing.rail_subnets",),
+    derive=_derive_routes,
+    evaluate=_evaluate_routes,
+    explain=lambda expected: listed(
+        [f"{r['network']} via {r['gateway']} dev {r['netdev']}" for r in expected]
+    ),
+    per_node=True,
+)
