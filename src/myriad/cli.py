@@ -730,7 +730,10 @@ def _add_ops_commands(commands: argparse._SubParsersAction[argparse.ArgumentPars
     resume.add_argument("spec", type=Path, help="the cluster.yaml")
     resume.add_argument("nodes", help="comma-separated compute nodes")
     resume.add_argument(
-        "--force", action="store_true", help="also resume nodes drained by the node health runner"
+        "--force",
+        action="store_true",
+        help="also resume nodes drained by the node health runner, or sent for repair by "
+        "remediation (without testing them again)",
     )
     cluster_source(resume)
     resume.add_argument("--json", action="store_true", help="what changed, as JSON")

@@ -26,6 +26,8 @@ from myriad.node.parsers.slurm import expand_hostlist
 from myriad.render.inventory import Inventory
 
 HEALTH_PREFIX = "myriad-health: "
+# Remediation's drains (myriad.health.remedy.REASON_PREFIX): a node it sent for repair.
+REMEDY_PREFIX = "myriad-remedy: "
 MYRIAD_PREFIX = "myriad: "
 COMMAND_TIMEOUT_S = 60
 # How long `up` waits for nodes to re-register with slurmctld before validating them: a few
@@ -67,6 +69,10 @@ class NodeState:
     @property
     def held_by_health(self) -> bool:
         return self.drained and self.reason.startswith(HEALTH_PREFIX)
+
+    @property
+    def held_by_remedy(self) -> bool:
+        return self.drained and self.reason.startswith(REMEDY_PREFIX)
 
 
 @dataclass(frozen=True, slots=True)
