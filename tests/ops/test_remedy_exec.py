@@ -400,10 +400,12 @@ def test_metrics_count_actions_budget_breaker_and_hardware() -> None:
     assert "myriad_remediation_breaker_tripped 1" in lines
     assert "myriad_remediation_breaker_failing 4" in lines
     assert "myriad_remediation_budget_nodes 2" in lines
+    assert "myriad_remediation_in_progress 0" in lines  # gpu01's reboot is done
+    assert "myriad_remediation_in_progress 1" in ops.metrics_text(log[:1], plan, Remediation())
     # The breaker holds needs-hardware too: no node waits for repair yet.
     assert not any(line.startswith("myriad_remediation_needs_hardware{") for line in lines)
     quiet = plan_for(drained("gpu09", LINK_DOWN))
     assert (
-        'myriad_remediation_needs_hardware{node="gpu09"} 1'
+        'myriad_remediation_needs_hardware{host="gpu09"} 1'
         in ops.metrics_text([], quiet, Remediation()).splitlines()
     )

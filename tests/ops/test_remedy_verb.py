@@ -92,7 +92,11 @@ def test_two_passes_reboot_then_record_it_done(
         ("scontrol", "reboot", "ASAP", "nextstate=RESUME")
     ]
     assert ("node02", ops.GPU_APPS) in nodes.commands
-    assert "myriad_remediation_in_progress 0" in (state / ops.METRICS_FILE).read_text()
+    text = (state / ops.METRICS_FILE).read_text()
+    assert "myriad_remediation_in_progress 1" in text  # node02's reboot
+    # The same textfile on the controller, for its node exporter.
+    (publish,) = [c for c in controller.commands if c[0] == "sh"]
+    assert publish[4:] == (text, "/var/lib/prometheus/node-exporter/myriad_remediation.prom")
 
     # Slurm rebooted it and resumed it (nextstate=RESUME); its health runner passes.
     controller.sinfo = "node01|idle|none\nnode02|idle|none\nnode03|idle|none\n"
@@ -107,6 +111,7 @@ def test_two_passes_reboot_then_record_it_done(
     assert [(r.action, r.result) for r in log] == [("reboot", "started"), ("reboot", "succeeded")]
     metrics = (state / ops.METRICS_FILE).read_text()
     assert 'myriad_remediation_actions_total{action="reboot",result="succeeded"} 1' in metrics
+    assert "myriad_remediation_in_progress 0" in metrics
 
     # `myriad health` shows the actions (its own gathering replaced the same way).
     monkeypatch.setattr(

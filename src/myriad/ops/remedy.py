@@ -37,6 +37,7 @@ from myriad.errors import OpsError, OpsInputError, RedfishError
 from myriad.fsutil import atomic_write_text
 from myriad.health.remedy import (
     BY_AUTOMATIC,
+    NODE_ACTIONS,
     REASON_PREFIX,
     ActionRecord,
     Decision,
@@ -51,10 +52,14 @@ from myriad.health.remedy import (
 from myriad.health.report import HealthReport, NodeHealth
 from myriad.ops.slurm import COMMAND_TIMEOUT_S, HEALTH_PREFIX, Completed, Job, Slurm
 from myriad.ops.slurm import NodeState as SlurmNode
+from myriad.render.monitoring import TEXTFILE_DIRECTORY
 from myriad.spec.health import Remediation
 
 LOG_FILE = Path("remediation-log.json")
 METRICS_FILE = Path("remediation.prom")
+# On the first controller, where its node exporter's textfile collector reads it (the
+# folder the health runner and the Slurm collector write to).
+CONTROLLER_METRICS = f"{TEXTFILE_DIRECTORY}/myriad_remediation.prom"
 # A reboot or power cycle not back in service within this long is recorded failed, and the
 # node's next failure escalates. slurm.conf's ResumeTimeout marks it DOWN well before.
 SETTLE_TIMEOUT_S = 3600.0
@@ -252,6 +257,7 @@ class RemedyResult:
     settled: tuple[ActionRecord, ...]
     outcomes: tuple[Outcome, ...]
     log: tuple[ActionRecord, ...] = field(default=())
+    metrics: str = ""
 
     @property
     def failed(self) -> tuple[Outcome, ...]:
@@ -264,6 +270,7 @@ class RemedyResult:
             "plan": self.plan.to_dict(),
             "settled": [r.to_dict() for r in self.settled],
             "outcomes": [o.to_dict() for o in self.outcomes],
+            "metrics": self.metrics,
         }
 
 
@@ -426,13 +433,19 @@ def metrics_text(log: Sequence[ActionRecord], plan: RemediationPlan, policy: Rem
         f'myriad_remediation_actions_total{{action="{a}",result="{r}"}} {n}'
         for (a, r), n in sorted(taken.items())
     ]
+    latest: dict[str, ActionRecord] = {}
+    for record in sorted(log, key=lambda r: r.when):
+        if record.result != "dry-run" and record.action != "drain":
+            latest[record.node] = record
+    # After this pass's actions, not before: a reboot it started is in progress.
+    under_way = [r for r in latest.values() if r.result == "started" and r.action in NODE_ACTIONS]
     waiting = sorted(
         d.node for d in plan.decisions if d.action == "needs-hardware" and d.status != "held"
     )
     lines += [
         "# HELP myriad_remediation_in_progress Nodes with a reset, reboot or power cycle begun.",
         "# TYPE myriad_remediation_in_progress gauge",
-        f"myriad_remediation_in_progress {len(plan.in_remediation)}",
+        f"myriad_remediation_in_progress {len(under_way)}",
         "# HELP myriad_remediation_budget_nodes health.remediation.max_nodes.",
         "# TYPE myriad_remediation_budget_nodes gauge",
         f"myriad_remediation_budget_nodes {policy.max_nodes}",
@@ -442,10 +455,11 @@ def metrics_text(log: Sequence[ActionRecord], plan: RemediationPlan, policy: Rem
         "# HELP myriad_remediation_breaker_failing Nodes that began failing in the window.",
         "# TYPE myriad_remediation_breaker_failing gauge",
         f"myriad_remediation_breaker_failing {plan.breaker.failing}",
-        "# HELP myriad_remediation_needs_hardware 1 for a node kept drained for repair.",
+        "# HELP myriad_remediation_needs_hardware 1 for a node (host) kept drained for repair.",
         "# TYPE myriad_remediation_needs_hardware gauge",
     ]
-    lines += [f'myriad_remediation_needs_hardware{{node="{n}"}} 1' for n in waiting]
+    # `host`, not `node`: the scrape's own `node` label names the controller.
+    lines += [f'myriad_remediation_needs_hardware{{host="{n}"}} 1' for n in waiting]
     lines += [
         "# HELP myriad_remediation_last_run_timestamp_seconds When remediation last decided.",
         "# TYPE myriad_remediation_last_run_timestamp_seconds gauge",
@@ -455,6 +469,17 @@ def metrics_text(log: Sequence[ActionRecord], plan: RemediationPlan, policy: Rem
 
 
 # --- the verb -----------------------------------------------------------------------------
+
+
+def publish_metrics(slurm: Slurm, text: str) -> str:
+    """Write the textfile on the controller (atomically: a scrape never reads half); returns
+    where, or why not (a pass that acted is not undone by a metrics file it could not write)."""
+    script = 'umask 022 && printf "%s" "$1" > "$2.tmp" && mv "$2.tmp" "$2"'
+    try:
+        slurm.run("sh", "-c", script, "sh", text, CONTROLLER_METRICS)
+    except OpsError as exc:
+        return f"metrics not published on the controller: {exc}"
+    return f"metrics published on the controller: {CONTROLLER_METRICS}"
 
 
 def node_runner(inventory: Any, run: Callable[..., Any] = subprocess.run) -> NodeRunner:
@@ -536,10 +561,12 @@ def remedy(
     plan = decide(nodes, history, policy, load_action_map(), now, dry_run=dry_run)
     outcomes = execute(plan, act, spec.metadata.name, history, state.root, clock=clock)
     log = load_history(state.root)
+    published = ""
     if not dry_run:
         text = metrics_text(log, plan, policy)
         atomic_write_text(state.root / METRICS_FILE, text, mode=0o644)
-    return RemedyResult(spec.metadata.name, plan, settled, outcomes, log)
+        published = publish_metrics(act.slurm, text)
+    return RemedyResult(spec.metadata.name, plan, settled, outcomes, log, published)
 
 
 def default_actuators(cluster: Any, policy: Remediation) -> Actuators:

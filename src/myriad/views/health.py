@@ -123,6 +123,8 @@ def print_remedy(console: Console, result: RemedyResult) -> None:
         console.print(f"[red]breaker tripped[/red]: {plan.breaker.reason}")
     for rack in plan.racks:
         console.print(rack.reason, markup=False)
+    if result.metrics:
+        console.print(result.metrics, markup=False)
 
 
 def print_explain(console: Console, name: str, entries: Sequence[tuple[str, Rule]]) -> None:
