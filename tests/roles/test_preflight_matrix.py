@@ -940,7 +940,8 @@ def test_reboots_go_through_slurm(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_jobs_on_a_failed_node_are_requeued(tmp_path: Path) -> None:
     """JobRequeue=1 always (slurm.conf(5) at slurm-22-05-8-1 and slurm-23-11-10-1: batch jobs
-    may be requeued unless they said --no-requeue); RequeueExit from health.remediation.requeue_exit."""
+    may be requeued unless they said --no-requeue); RequeueExit from
+    health.remediation.requeue_exit."""
     lines = _slurm_files("starter-64", tmp_path / "plain")["slurm.conf"].splitlines()
     assert "JobRequeue=1" in lines
     assert not any(line.startswith("RequeueExit=") for line in lines)
