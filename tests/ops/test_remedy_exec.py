@@ -409,3 +409,33 @@ def test_metrics_count_actions_budget_breaker_and_hardware() -> None:
         'myriad_remediation_needs_hardware{host="gpu09"} 1'
         in ops.metrics_text([], quiet, Remediation()).splitlines()
     )
+
+
+def test_a_power_cycled_node_that_answers_and_passes_is_resumed() -> None:
+    remedy_drain = f"{REASON_PREFIX}unreachable: drained so that no job is placed on it"
+    history = [
+        ActionRecord("gpu02", "drain", "unreachable", NOW - 2000, "myriad-remedy", "succeeded"),
+        started("gpu02", "power-cycle", 1000),
+    ]
+    # slurmd registered again after the power cut: drained still (ReturnToService returns
+    # only DOWN nodes), and it answers: the power cycle is done.
+    slurm = parse_sinfo(f"gpu02|drained|{remedy_drain}\n")
+    (done,) = ops.settle(history, report(health("gpu02")), slurm, NOW - 100)
+    assert (done.action, done.result) == ("power-cycle", "succeeded")
+    history.append(done)
+
+    def row(last_run: float, failing: tuple[str, ...] = ()) -> HealthReport:
+        return report(
+            NodeHealth("gpu02", True, True, None, None, None, last_run, False, [*failing])
+        )
+
+    # Its own health run since the power cycle passes: resume it.
+    assert ops.returning(history, row(NOW - 50), slurm) == ("gpu02",)
+    # Not before its health has run since, nor while a check fails there.
+    assert ops.returning(history, row(NOW - 200), slurm) == ()
+    assert ops.returning(history, row(NOW - 50, ("gpu.xid 79",)), slurm) == ()
+    # Someone else's drain, or a node sent for repair, is not remediation's to resume.
+    other = parse_sinfo("gpu02|drained|myriad: drain by alice: DIMM\n")
+    assert ops.returning(history, row(NOW - 50), other) == ()
+    repair = ActionRecord("gpu02", "needs-hardware", "x", NOW - 80, "myriad-remedy", "succeeded")
+    assert ops.returning([*history, repair], row(NOW - 50), slurm) == ()

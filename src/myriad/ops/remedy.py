@@ -183,13 +183,13 @@ def settle(
     slurm_nodes: Mapping[str, SlurmNode],
     now: float,
 ) -> tuple[ActionRecord, ...]:
-    """A `succeeded` record for each reboot or power cycle whose node is back (it answers
-    and Slurm no longer holds it for the reboot), a `failed` one for each not back within
-    SETTLE_TIMEOUT_S; nothing for the rest, still under way."""
-    latest: dict[str, ActionRecord] = {}
-    for record in sorted(history, key=lambda r: r.when):
-        if record.result != "dry-run" and record.action != "drain":
-            latest[record.node] = record
+    """A `succeeded` record for each reboot or power cycle whose node is back, a `failed`
+    one for each not back within SETTLE_TIMEOUT_S; nothing for the rest, still under way.
+
+    Back after a reboot: it answers and Slurm holds it no longer (nextstate=RESUME returned
+    it). Back after a power cycle: it answers and slurmd registered (not down, not `*`); it
+    stays drained (Slurm's ReturnToService returns only DOWN nodes) until `returning`."""
+    latest = _latest_repairs(history)
     rows = {row.node: row for row in report.nodes}
     out = []
     for node, record in sorted(latest.items()):
@@ -198,17 +198,55 @@ def settle(
         row, slurm = rows.get(node), slurm_nodes.get(node)
         if row is None or slurm is None:
             continue
-        back = (
-            row.reachable
-            and not slurm.unavailable
-            and not (slurm.drained and drained_by(slurm.reason) == "myriad-remedy")
-        )
+        if record.action == "reboot":
+            back = (
+                row.reachable
+                and not slurm.unavailable
+                and not (slurm.drained and drained_by(slurm.reason) == "myriad-remedy")
+            )
+        else:
+            registered = not any(w in slurm.state for w in ("down", "unknown", "reboot"))
+            back = row.reachable and registered and not slurm.state.endswith("*")
         if back:
-            out.append(_follow_up(record, now, "succeeded", f"back in service ({slurm.state})"))
+            out.append(_follow_up(record, now, "succeeded", f"back ({slurm.state})"))
         elif now - record.when > SETTLE_TIMEOUT_S:
             detail = f"not back after {now - record.when:.0f} s (Slurm: {slurm.state})"
             out.append(_follow_up(record, now, "failed", detail))
     return tuple(out)
+
+
+def returning(
+    history: Sequence[ActionRecord],
+    report: HealthReport,
+    slurm_nodes: Mapping[str, SlurmNode],
+) -> tuple[str, ...]:
+    """Nodes remediation drained because they stopped answering (then power-cycled, or back
+    by themselves) that answer again and whose own health run since passes: to resume.
+    Not a node sent for repair (`myriad resume` tests it again) nor one with findings."""
+    latest: dict[str, ActionRecord] = {}
+    for entry in sorted(history, key=lambda r: r.when):
+        if entry.result != "dry-run":
+            latest[entry.node] = entry
+    out = []
+    for row in report.nodes:
+        last, slurm = latest.get(row.node), slurm_nodes.get(row.node)
+        if last is None or slurm is None or drained_by(slurm.reason) != "myriad-remedy":
+            continue
+        unanswered = last.action == "drain" or (
+            last.action == "power-cycle" and last.result == "succeeded"
+        )
+        ran_since = row.last_run is not None and row.last_run > last.when
+        if unanswered and slurm.drained and row.reachable and ran_since and not row.failing:
+            out.append(row.node)
+    return tuple(out)
+
+
+def _latest_repairs(history: Sequence[ActionRecord]) -> dict[str, ActionRecord]:
+    latest: dict[str, ActionRecord] = {}
+    for record in sorted(history, key=lambda r: r.when):
+        if record.result != "dry-run" and record.action != "drain":
+            latest[record.node] = record
+    return latest
 
 
 def _follow_up(record: ActionRecord, now: float, result: Any, detail: str) -> ActionRecord:
@@ -258,6 +296,7 @@ class RemedyResult:
     outcomes: tuple[Outcome, ...]
     log: tuple[ActionRecord, ...] = field(default=())
     metrics: str = ""
+    resumed: tuple[str, ...] = ()
 
     @property
     def failed(self) -> tuple[Outcome, ...]:
@@ -271,6 +310,7 @@ class RemedyResult:
             "settled": [r.to_dict() for r in self.settled],
             "outcomes": [o.to_dict() for o in self.outcomes],
             "metrics": self.metrics,
+            "resumed": list(self.resumed),
         }
 
 
@@ -542,6 +582,9 @@ def remedy(
     if settled and not dry_run:
         append_history(state.root, settled)
     history = (*history, *settled)
+    back = returning(history, report, slurm_nodes)
+    if back and not dry_run:
+        act.slurm.resume(list(back))
     gpu = {
         row.node: gpu_process_count(act.run_on, row.node)
         for row in report.nodes
@@ -566,7 +609,7 @@ def remedy(
         text = metrics_text(log, plan, policy)
         atomic_write_text(state.root / METRICS_FILE, text, mode=0o644)
         published = publish_metrics(act.slurm, text)
-    return RemedyResult(spec.metadata.name, plan, settled, outcomes, log, published)
+    return RemedyResult(spec.metadata.name, plan, settled, outcomes, log, published, back)
 
 
 def default_actuators(cluster: Any, policy: Remediation) -> Actuators:

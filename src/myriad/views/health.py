@@ -114,6 +114,9 @@ def print_remedy(console: Console, result: RemedyResult) -> None:
         console.print(
             f"{record.node}: {record.action} {record.result} ({record.detail})", markup=False
         )
+    for node in result.resumed:
+        verb = "would resume" if plan.dry_run else "resumed"
+        console.print(f"{node}: answers again and its health passes: {verb}", markup=False)
     console.print(
         f"budget: {len(plan.in_remediation)} of {plan.max_nodes} nodes in remediation"
         + (f" ({', '.join(plan.in_remediation)})" if plan.in_remediation else ""),
