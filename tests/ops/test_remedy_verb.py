@@ -128,6 +128,23 @@ def test_two_passes_reboot_then_record_it_done(
     assert [r["result"] for r in document["remediation_actions"]] == ["started", "succeeded"]
 
 
+def test_with_monitoring_off_the_metrics_stay_in_the_state_folder(
+    spec: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = example_text("local", without=("health", "monitoring"))
+    spec.write_text(text + "health: {remediation: {}}\n")
+    controller = Controller(f"node01|idle|none\nnode02|drained|{HEALTH}\nnode03|idle|none\n")
+    act = ops.Actuators(Slurm(["x"], controller), Nodes())
+    monkeypatch.setattr(ops, "default_actuators", lambda cluster, policy: act)
+    monkeypatch.setattr(
+        "myriad.health.report.gather_health", lambda path, **_: gathered(spec, True, 1e6)
+    )
+    result = ops.remedy(spec)
+    assert result.metrics.startswith("monitoring is off: metrics only in ")
+    assert not any(c[0] == "sh" for c in controller.commands)
+    assert Path(result.metrics.rsplit(" ", 1)[1]).is_file()
+
+
 def test_remediation_off_is_named(spec: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     spec.write_text(example_text("local"))
     monkeypatch.setattr(

@@ -608,7 +608,10 @@ def remedy(
     if not dry_run:
         text = metrics_text(log, plan, policy)
         atomic_write_text(state.root / METRICS_FILE, text, mode=0o644)
-        published = publish_metrics(act.slurm, text)
+        if spec.monitoring.enabled:
+            published = publish_metrics(act.slurm, text)
+        else:
+            published = f"monitoring is off: metrics only in {state.root / METRICS_FILE}"
     return RemedyResult(spec.metadata.name, plan, settled, outcomes, log, published, back)
 
 
