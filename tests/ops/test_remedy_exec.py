@@ -310,6 +310,18 @@ def test_the_webhook_receives_the_payload_as_a_json_post(webhook: str) -> None:
     _Receiver.status = 503
     with pytest.raises(OpsError, match=r"hook POST .*/tickets: HTTP 503"):
         hook({"node": "gpu03"})
+    # A token in the URL (as chat and ticket services hand them out) is never shown.
+    secret = ops.hook_runner(webhook + "?token=s3cret", 5)
+    _Receiver.status = 200
+    assert secret({"node": "gpu03"}) == f"POST {webhook} (query hidden): HTTP 200"
+    _Receiver.status = 500
+    with pytest.raises(OpsError) as failed:
+        secret({"node": "gpu03"})
+    assert "s3cret" not in str(failed.value)
+    # urllib sends no credentials from the URL; the failure does not show them either.
+    with pytest.raises(OpsError) as failed:
+        ops.hook_runner(webhook.replace("http://", "http://bot:pw@"), 5)({"node": "gpu03"})
+    assert "bot" not in str(failed.value) and "pw@" not in str(failed.value)
 
 
 # --- settling, the log, the metrics --------------------------------------------------------

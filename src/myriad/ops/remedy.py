@@ -27,6 +27,7 @@ import shlex
 import subprocess
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -419,10 +420,24 @@ def execute(
 # --- the hook -----------------------------------------------------------------------------
 
 
+def _without_secrets(hook: str) -> str:
+    """A webhook URL as logs may show it: no user, password, query or fragment (where chat
+    and ticket services put their tokens)."""
+    if not hook.startswith(("http://", "https://")):
+        return hook
+    parts = urllib.parse.urlsplit(hook)
+    host = parts.hostname or ""
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    hidden = " (query hidden)" if parts.query or parts.fragment else ""
+    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, "", "")) + hidden
+
+
 def hook_runner(hook: str, timeout_s: float) -> HookRunner:
     """Run the spec's hook with a payload: an executable (the JSON on stdin; exit 0 is
     success) or an http(s) URL (POSTed as application/json; a 2xx is success). A failure is
     an OpsError naming the hook and why."""
+
+    shown = _without_secrets(hook)
 
     def run(payload: Mapping[str, Any]) -> str:
         body = json.dumps(payload).encode()
@@ -432,11 +447,12 @@ def hook_runner(hook: str, timeout_s: float) -> HookRunner:
             )
             try:
                 with urllib.request.urlopen(request, timeout=timeout_s) as response:
-                    return f"POST {hook}: HTTP {response.status}"
+                    return f"POST {shown}: HTTP {response.status}"
             except urllib.error.HTTPError as exc:
-                raise OpsError(f"hook POST {hook}: HTTP {exc.code} {exc.reason}") from exc
+                raise OpsError(f"hook POST {shown}: HTTP {exc.code} {exc.reason}") from None
             except (urllib.error.URLError, OSError) as exc:
-                raise OpsError(f"hook POST {hook}: {exc}") from exc
+                reason = getattr(exc, "reason", exc)
+                raise OpsError(f"hook POST {shown}: {reason}") from None
         try:
             done = subprocess.run(
                 [hook], input=body, capture_output=True, timeout=timeout_s, check=False
