@@ -360,15 +360,42 @@ def _cmd_health(args: argparse.Namespace, out: Console, err: Console) -> int:
         return _health_explain(args, out)
     if args.spec is None:
         raise BadArguments("health needs a spec (myriad health SPEC), or --explain CHECK")
+    from myriad.bringup.flow import cluster_state
+    from myriad.ops.remedy import load_history
+
     report = health_report(args.spec, stack=args.stack, stack_outputs=args.stack_outputs)
+    actions = load_history(cluster_state(report.cluster).root)
     if args.json:
-        sys.stdout.write(json.dumps({"format": JSON_FORMAT, **report.to_dict()}, indent=2) + "\n")
+        document = {
+            "format": JSON_FORMAT,
+            **report.to_dict(),
+            "remediation_actions": [r.to_dict() for r in actions],
+        }
+        sys.stdout.write(json.dumps(document, indent=2) + "\n")
     else:
         from myriad.views.health import print_health
 
-        print_health(out, report)
+        print_health(out, report, actions)
     # 1 while a node is drained, failing, unreachable or stale.
     return EXIT_OK if report.healthy else EXIT_PROBLEM
+
+
+def _cmd_remedy(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from myriad.ops.remedy import remedy
+
+    result = remedy(
+        args.spec, dry_run=args.dry_run, stack=args.stack, stack_outputs=args.stack_outputs
+    )
+    if args.json:
+        sys.stdout.write(json.dumps({"format": JSON_FORMAT, **result.to_dict()}, indent=2) + "\n")
+    else:
+        from myriad.views.health import print_remedy
+
+        print_remedy(out, result)
+    # 1 when an action failed, the breaker stopped automatic actions or a rack is at fault:
+    # a person should look.
+    stopped = result.plan.breaker.tripped or result.plan.racks
+    return EXIT_PROBLEM if result.failed or stopped else EXIT_OK
 
 
 def _catalog_of(args: argparse.Namespace) -> Catalog:
@@ -703,11 +730,27 @@ def _add_ops_commands(commands: argparse._SubParsersAction[argparse.ArgumentPars
     resume.add_argument("spec", type=Path, help="the cluster.yaml")
     resume.add_argument("nodes", help="comma-separated compute nodes")
     resume.add_argument(
-        "--force", action="store_true", help="also resume nodes drained by the node health runner"
+        "--force",
+        action="store_true",
+        help="also resume nodes drained by the node health runner, or sent for repair by "
+        "remediation (without testing them again)",
     )
     cluster_source(resume)
     resume.add_argument("--json", action="store_true", help="what changed, as JSON")
     resume.set_defaults(handler=_cmd_resume)
+
+    remedy = commands.add_parser(
+        "remedy",
+        help="repair drained nodes within health.remediation's budget: GPU reset, reboot "
+        "through Slurm, BMC power cycle, or keep drained and run the hook",
+    )
+    remedy.add_argument("spec", type=Path, help="the cluster.yaml")
+    remedy.add_argument(
+        "--dry-run", action="store_true", help="decide and say what would be done; do nothing"
+    )
+    cluster_source(remedy)
+    remedy.add_argument("--json", action="store_true", help="the decisions and outcomes as JSON")
+    remedy.set_defaults(handler=_cmd_remedy)
 
     roll = commands.add_parser(
         "roll", help="apply a change batch by batch, draining nodes without killing jobs"

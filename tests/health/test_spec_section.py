@@ -5,9 +5,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import yaml
+from pydantic import ValidationError
 
+from myriad.plan.pipeline import plan_loaded
+from myriad.render.inventory import build_inventory
+from myriad.spec import load_spec_text
 from myriad.spec.health import Health, Remediation
+
+from spec_builder import example_text
 
 README = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
 
@@ -45,3 +52,22 @@ def test_hand_worked_defaults() -> None:
     assert health.stale_s == 900  # three intervals
     assert Health(interval_s=10, stale_after_s=120).stale_s == 120
     assert "gpu.xid" in health.drain and "nccl.conf" not in health.drain
+
+
+def test_requeue_exit_codes_reach_the_slurm_role_once_each() -> None:
+    assert Remediation().requeue_exit == ()
+    with pytest.raises(ValidationError, match="lists exit code 75 more than once"):
+        Remediation.model_validate({"requeue_exit": (75, 99, 75)})
+    with pytest.raises(ValidationError):
+        Remediation.model_validate({"requeue_exit": (0,)})  # 0 is success: never a requeue
+
+    def variables(health: str) -> dict[str, object]:
+        text = example_text("starter-64", without=("health",)) + health
+        result = plan_loaded(load_spec_text(text))
+        assert result.plan is not None
+        spec, catalog = result.loaded.spec, result.loaded.catalog
+        return dict(build_inventory(spec, catalog, result.plan).group_vars["all"])
+
+    assert "slurm_requeue_exit" not in variables("health: {remediation: {}}\n")
+    got = variables("health: {remediation: {requeue_exit: [75, 99]}}\n")
+    assert got["slurm_requeue_exit"] == [75, 99]

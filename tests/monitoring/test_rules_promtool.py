@@ -2,8 +2,9 @@
 node's series, stays quiet on the good node's, and its labels and annotations carry the node
 and the expected value, worked out by hand here from the spec and the catalog.
 
-The spec is starter-64 (8 x HGX H100, ConnectX-7 NDR InfiniBand, Slurm) with monitoring on and
-`alert_for_seconds: 120`. Hand-derived figures:
+The spec is starter-64 (8 x HGX H100, ConnectX-7 NDR InfiniBand, Slurm) with monitoring on,
+`alert_for_seconds: 120` and health.remediation at its defaults (max_nodes 4, breaker_nodes 8,
+breaker_window_s 900). Hand-derived figures:
   - GPUs per node 8 (profiles.h100-node.gpu.count), H100-SXM5-80GB board power 700 W,
     18 NVLink links at 900 GB/s (catalog);
   - ConnectX-7: 400 Gb/s = 50,000,000,000 B/s per port; 8 ports mlx5_0..mlx5_7, rails 0..7;
@@ -45,8 +46,9 @@ def promtool() -> str:
 
 
 def starter_rules() -> dict[str, Any]:
-    text = example_text("starter-64", without=("monitoring",))
+    text = example_text("starter-64", without=("monitoring", "health"))
     text += "monitoring: {enabled: true, alert_for_seconds: 120}\n"
+    text += "health: {remediation: {}}\n"
     result = plan_loaded(load_spec_text(text, str(STARTER)))
     assert result.plan is not None
     return alert_rules(result.loaded.spec, result.loaded.catalog, result.plan)
@@ -70,6 +72,10 @@ def port(node: str, device: int) -> dict[str, str]:
         "port": "1",
         "rail": str(device),
     }
+
+
+def remedy(controller: str) -> dict[str, str]:
+    return {"job": "node", "node": controller, "instance": f"{controller}:9100"}
 
 
 # alert → (input series, the bad alert's labels (without alertname/severity), summary, expected)
@@ -305,6 +311,57 @@ CASES: dict[str, tuple[list[dict[str, str]], dict[str, str], str, str]] = {
         {"controller": "ctl02", "node": "ctl01"},
         "slurmctld on ctl02 does not answer `scontrol ping` (seen from ctl01)",
         "slurmctld up on every controller of the spec",
+    ),
+    # myriad remedy's textfile, scraped from the controller (myriad.ops.remedy.metrics_text);
+    # the good series come from another instance.
+    "MyriadRemediationBreakerTripped": (
+        [
+            series("myriad_remediation_breaker_failing", "2x15", **remedy("ctl02")),
+            series("myriad_remediation_breaker_tripped", "0x15", **remedy("ctl02")),
+            series("myriad_remediation_breaker_failing", "3x7 9x8", **remedy("ctl01")),
+            series("myriad_remediation_breaker_tripped", "0x7 1x8", **remedy("ctl01")),
+        ],
+        remedy("ctl01"),
+        "automatic remediation stopped: 9 nodes began failing within 900 s",
+        "fewer than 8 nodes failing together (health.remediation.breaker_nodes)",
+    ),
+    "MyriadRemediationBudgetExhausted": (
+        [
+            series("myriad_remediation_in_progress", "3x15", **remedy("ctl02")),
+            series("myriad_remediation_in_progress", "0x5 4x10", **remedy("ctl01")),
+        ],
+        remedy("ctl01"),
+        "remediation's budget is used: 4 nodes in remediation",
+        "fewer than 4 nodes in remediation at once (health.remediation.max_nodes)",
+    ),
+    "MyriadNodeNeedsHardware": (
+        [
+            series("myriad_remediation_needs_hardware", "0x7 1x8", host=BAD, **remedy("ctl01")),
+        ],
+        {"host": BAD, **remedy("ctl01")},
+        "gpu03 needs hardware: kept drained, the repair hook ran",
+        "no node waiting for repair",
+    ),
+    "MyriadRemediationActionFailed": (
+        [
+            series(
+                "myriad_remediation_actions_total",
+                "5x15",
+                action="reboot",
+                result="succeeded",
+                **remedy("ctl01"),
+            ),
+            series(
+                "myriad_remediation_actions_total",
+                "0x7 1x8",
+                action="power-cycle",
+                result="failed",
+                **remedy("ctl01"),
+            ),
+        ],
+        {"action": "power-cycle", "result": "failed", **remedy("ctl01")},
+        "remediation's power-cycle failed in the last hour",
+        "every remediation action succeeds",
     ),
 }
 # Quiet cases with no bad series at all: the cluster at its planned power.

@@ -64,6 +64,31 @@ def test_resume_refuses_health_drains_and_resumes_nothing() -> None:
     assert recorded.commands[-1] == ("scontrol", "update", "NodeName=node01,node02", "State=RESUME")
 
 
+REPAIR = "myriad-remedy: hca.state: needs hardware"
+
+
+def test_a_node_back_from_repair_is_tested_again_before_it_returns() -> None:
+    recorded = Recorded(f"node01|drained|myriad: drain by alice: x\nnode02|drained|{REPAIR}\n")
+    slurm = Slurm(["x"], recorded)
+    # No test to run: refused, nothing resumed.
+    with pytest.raises(OpsError, match=r"remediation sent node02 .* for repair: test it again"):
+        nodes.resume(EXAMPLE, ["node01", "node02"], slurm=slurm)
+    tested: list[list[str]] = []
+
+    def failing(names: Sequence[str]) -> dict[str, str]:
+        tested.append(list(names))
+        return {"node02": "ib.link-rate 200 Gb/s, not 400"}
+
+    with pytest.raises(OpsError, match=r"node02: ib.link-rate 200 Gb/s.*stays drained"):
+        nodes.resume(EXAMPLE, ["node01", "node02"], retest=failing, slurm=slurm)
+    assert tested == [["node02"]]  # only the node back from repair is tested
+    assert not any(c[0] == "scontrol" for c in recorded.commands)
+    # It passes: both return.
+    changes = nodes.resume(EXAMPLE, ["node01", "node02"], retest=lambda names: {}, slurm=slurm)
+    assert [c.outcome for c in changes] == ["resumed", "resumed"]
+    assert recorded.commands[-1] == ("scontrol", "update", "NodeName=node01,node02", "State=RESUME")
+
+
 def test_resume_leaves_nodes_that_are_not_drained() -> None:
     recorded = Recorded("node01|idle|none\nnode03|drained|myriad: roll by root: x\n")
     changes = nodes.resume(EXAMPLE, ["node01", "node03"], slurm=Slurm(["x"], recorded))

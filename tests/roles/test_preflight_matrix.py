@@ -41,6 +41,8 @@ import yaml
 
 from myriad.spec.os_table import OsRow, os_table
 
+from spec_builder import example_text
+
 ROOT = Path(__file__).resolve().parents[2]
 SITE = ROOT / "playbooks" / "site.yml"
 SPECS = sorted((ROOT / "inventories").glob("*/cluster.yaml"))
@@ -725,9 +727,12 @@ def test_secure_boot_refuses_unsigned_modules(
 # --- What the Slurm role writes from the rendered examples ----------------------------------
 
 
-def _slurm_files(spec_name: str, work: Path) -> dict[str, str]:
-    """slurm.conf and gres.conf as the role templates them from the example's inventory."""
-    assert render(ROOT / "inventories" / spec_name / "cluster.yaml", work).returncode == 0
+def _slurm_files(spec_name: str | Path, work: Path) -> dict[str, str]:
+    """slurm.conf and gres.conf as the role templates them from the example's inventory (or
+    the spec at a path)."""
+    spec = spec_name if isinstance(spec_name, Path) else ROOT / "inventories" / spec_name
+    done = render(spec if spec.suffix == ".yaml" else spec / "cluster.yaml", work)
+    assert done.returncode == 0, done.stderr
     group_vars = {
         **yaml.load(
             (work / "inventory" / "group_vars" / "all.yml").read_text(), Loader=yaml.CSafeLoader
@@ -957,3 +962,18 @@ def test_reboots_go_through_slurm(tmp_path: Path) -> None:
     assert "RebootProgram=/usr/sbin/reboot" in lines
     # Slurm's default ResumeTimeout (60 s) would mark a rebooting GPU server DOWN.
     assert "ResumeTimeout=1200" in lines
+
+
+@pytest.mark.slow
+def test_jobs_on_a_failed_node_are_requeued(tmp_path: Path) -> None:
+    """JobRequeue=1 always (slurm.conf(5) at slurm-22-05-8-1 and slurm-23-11-10-1: batch jobs
+    may be requeued unless they said --no-requeue); RequeueExit from
+    health.remediation.requeue_exit."""
+    lines = _slurm_files("starter-64", tmp_path / "plain")["slurm.conf"].splitlines()
+    assert "JobRequeue=1" in lines
+    assert not any(line.startswith("RequeueExit=") for line in lines)
+    text = example_text("starter-64", without=("health",))
+    spec = tmp_path / "cluster.yaml"
+    spec.write_text(text + "health: {remediation: {requeue_exit: [75, 99]}}\n")
+    lines = _slurm_files(spec, tmp_path / "requeue")["slurm.conf"].splitlines()
+    assert "JobRequeue=1" in lines and "RequeueExit=75,99" in lines

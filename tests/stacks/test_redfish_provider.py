@@ -31,6 +31,7 @@ from myriad.provision.pxe_state import (
 from myriad.provision.redfish import (
     SECRET_KEYS,
     BmcCredentials,
+    NodeTarget,
     NodeUnreachable,
     RedfishClient,
     RedfishError,
@@ -38,6 +39,7 @@ from myriad.provision.redfish import (
     RedfishNodeProvider,
     RedfishTimeout,
     UnsafeOperation,
+    power_cycle_node,
     read_node,
     ssh_banner_marker,
     target_from_props,
@@ -399,3 +401,36 @@ def test_a_different_server_is_a_replacement(redfish_emulator: Emulator, tmp_pat
     diff = RedfishNodeProvider().diff("id", olds, news)
     assert diff.replaces == ["mac"] and diff.delete_before_replace
     assert not RedfishNodeProvider().diff("id", olds, dict(olds)).changes
+
+
+def node_target(emulator: Emulator, name: str, url: str | None = None) -> NodeTarget:
+    return NodeTarget(
+        name=name,
+        bmc_address=url or emulator.url,
+        credentials=credentials(emulator),
+        address="127.0.0.1",
+        os="ubuntu-22.04",
+        redfish_system=name,
+        request_timeout_s=5.0,
+        poll_s=0.2,
+    )
+
+
+def test_remediation_power_cycles_a_hung_node_and_powers_on_one_found_off(
+    redfish_emulator: Emulator,
+) -> None:
+    # Remediation's BMC step (myriad.ops.remedy): a node that is on gets a hard restart;
+    # the emulator offers no PowerCycle, so ForceRestart, and the node really goes through
+    # Off and back On.
+    client = bmc(redfish_emulator)
+    path = client.system_path("gpu02")
+    if client.system(path).power_state != "On":
+        client.reset(path, "On")
+        client.wait_for_power(path, "On", timeout_s=15, poll_s=0.1)
+    assert power_cycle_node(node_target(redfish_emulator, "gpu02")) == "ForceRestart"
+    client.wait_for_power(path, "Off", timeout_s=15, poll_s=0.05)
+    client.wait_for_power(path, "On", timeout_s=15, poll_s=0.1)
+    # A node found off (its PSU tripped, someone pulled it) is powered on instead.
+    power_off(redfish_emulator, "gpu02")
+    assert power_cycle_node(node_target(redfish_emulator, "gpu02")) == "On"
+    client.wait_for_power(path, "On", timeout_s=15, poll_s=0.1)

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from redfish_quirks import ALLOWED_RESETS, QuirkProxy, quirk_proxy
-from test_redfish_provider import MACS, make_pxe_root, power_off, props
+from test_redfish_provider import MACS, make_pxe_root, node_target, power_off, props
 
 from myriad.provision.redfish import (
     BmcCredentials,
@@ -23,6 +23,7 @@ from myriad.provision.redfish import (
     RedfishError,
     RedfishHttpError,
     RedfishNodeProvider,
+    power_cycle_node,
 )
 
 from conftest import Emulator
@@ -337,3 +338,22 @@ def test_without_an_option_for_the_mac_the_override_is_plain_pxe(
     (patch,) = strict.calls("PATCH")
     assert patch.body["Boot"]["BootSourceOverrideTarget"] == "Pxe"
     assert "BootNext" not in patch.body["Boot"]
+
+
+def test_remediation_power_cycles_through_a_strict_bmc(
+    strict: QuirkProxy, redfish_emulator: Emulator
+) -> None:
+    # The strict BMC offers no PowerCycle (its ActionInfo lists On, ForceOff,
+    # GracefulShutdown, ForceRestart): ForceRestart goes to its vendor reset target, in a
+    # session that is deleted afterwards.
+    target = node_target(redfish_emulator, "gpu02", strict.url)
+    with client(strict, redfish_emulator) as session:
+        path = session.system_path("gpu02")
+        if session.system(path).power_state != "On":
+            session.reset(path, "On")
+            session.wait_for_power(path, "On", timeout_s=15, poll_s=0.1)
+    before = len(strict.calls("POST", "/Actions/Oem/VendorReset"))
+    assert power_cycle_node(target) == "ForceRestart"
+    posts = strict.calls("POST", "/Actions/Oem/VendorReset")[before:]
+    assert [p.body for p in posts] == [{"ResetType": "ForceRestart"}]
+    assert not strict.sessions

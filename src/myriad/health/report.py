@@ -24,7 +24,7 @@ from myriad.health.render import check_drain_ids
 from myriad.node.checks import ClusterView, cluster_view
 from myriad.node.facts import NodeFacts
 from myriad.node.health import REASON_PREFIX, bare_reason
-from myriad.provision.resolve import resolve_cluster
+from myriad.provision.resolve import ResolvedCluster, resolve_cluster
 from myriad.render.writer import write_inventory
 from myriad.runner import new_run_dir
 from myriad.validate.expectations import expect, load_role_defaults
@@ -147,9 +147,25 @@ def node_health(
     )
 
 
+@dataclass(frozen=True)
+class HealthGathering:
+    """One gathering pass: the report, and each reachable compute node's state file (what
+    remediation reads its findings from) under its name."""
+
+    report: HealthReport
+    states: Mapping[str, Mapping[str, Any]]
+    cluster: ResolvedCluster
+
+
 def health_report(
     spec_path: Path, *, stack: str | None = None, stack_outputs: Path | None = None
 ) -> HealthReport:
+    return gather_health(spec_path, stack=stack, stack_outputs=stack_outputs).report
+
+
+def gather_health(
+    spec_path: Path, *, stack: str | None = None, stack_outputs: Path | None = None
+) -> HealthGathering:
     from myriad.bringup.flow import cluster_state
 
     cluster = resolve_cluster(spec_path, stack=stack, stack_outputs=stack_outputs)
@@ -170,23 +186,28 @@ def health_report(
     unreachable = {**gathered.unreachable, **gathered.failed}
     view = cluster_view(expectations, gathered.facts, unreachable)
     now = time.time()
+    # The health role runs the runner on compute nodes (site.yml).
+    compute = [n.node for n in expectations.nodes if n.role == "compute"]
     report = HealthReport(
         cluster=loaded.spec.metadata.name,
         generated=now,
         stale_after_s=health.stale_s,
         nodes=tuple(
             node_health(
-                n.node,
-                gathered.facts.get(n.node),
+                node,
+                gathered.facts.get(node),
                 view,
                 now,
                 health.stale_s,
-                unreachable.get(n.node),
+                unreachable.get(node),
             )
-            for n in expectations.nodes
-            # The health role runs the runner on compute nodes (site.yml).
-            if n.role == "compute"
+            for node in compute
         ),
     )
     keep_last(report, state.root)
-    return report
+    states: dict[str, Mapping[str, Any]] = {}
+    for node in compute:
+        facts = gathered.facts.get(node)
+        if facts is not None and facts.health_state.ok:
+            states[node] = facts.health_state.get()
+    return HealthGathering(report, states, cluster)

@@ -4,11 +4,15 @@ Through Myriad rather than scontrol so that the reason always says who drained a
 why (`myriad: drain by alice: bad DIMM`), and so that a node the health runner drained
 (`myriad-health: ...`) is not put back into service by accident: `resume` refuses it
 unless forced, and resumes nothing when it refuses any node.
+
+A node remediation drained (`myriad-remedy: ...`, sent for repair) returns only after it is
+tested again: `resume` hands such nodes to `retest` (acceptance, `myriad accept --nodes-from
+drained`) and resumes none of them that fail; without `retest` it refuses them unless forced.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -17,6 +21,9 @@ from myriad.errors import OpsError, OpsInputError
 from myriad.ops.slurm import Slurm, check_names, reason_for
 from myriad.provision.resolve import ResolvedCluster, resolve_cluster
 from myriad.render.inventory import Inventory
+
+# Acceptance for nodes back from repair: given their names, each one that failed with why.
+Retest = Callable[[Sequence[str]], Mapping[str, str]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +89,7 @@ def resume(
     nodes: Sequence[str],
     *,
     force: bool = False,
+    retest: Retest | None = None,
     stack: str | None = None,
     stack_outputs: Path | None = None,
     slurm: Slurm | None = None,
@@ -100,6 +108,22 @@ def resume(
             f"the node health runner drained {lines}: fix the cause, or pass --force to "
             "resume anyway; no node was resumed"
         )
+    repaired = [n for n in nodes if states[n].held_by_remedy]
+    if repaired and not force:
+        if retest is None:
+            lines = "; ".join(f"{n} ({states[n].reason})" for n in repaired)
+            raise OpsError(
+                f"remediation sent {lines} for repair: test it again before it returns "
+                "(acceptance on the drained nodes), or pass --force to resume it untested; "
+                "no node was resumed"
+            )
+        failed = retest(repaired)
+        if failed:
+            lines = "; ".join(f"{n}: {why}" for n, why in sorted(failed.items()))
+            raise OpsError(
+                f"back from repair but failed its test again: {lines}; it stays drained; "
+                "no node was resumed"
+            )
     to_resume = [n for n in nodes if states[n].drained]
     if to_resume:
         slurm.resume(to_resume)

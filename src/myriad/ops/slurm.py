@@ -26,6 +26,8 @@ from myriad.node.parsers.slurm import expand_hostlist
 from myriad.render.inventory import Inventory
 
 HEALTH_PREFIX = "myriad-health: "
+# Remediation's drains (myriad.health.remedy.REASON_PREFIX): a node it sent for repair.
+REMEDY_PREFIX = "myriad-remedy: "
 MYRIAD_PREFIX = "myriad: "
 COMMAND_TIMEOUT_S = 60
 # How long `up` waits for nodes to re-register with slurmctld before validating them: a few
@@ -67,6 +69,10 @@ class NodeState:
     @property
     def held_by_health(self) -> bool:
         return self.drained and self.reason.startswith(HEALTH_PREFIX)
+
+    @property
+    def held_by_remedy(self) -> bool:
+        return self.drained and self.reason.startswith(REMEDY_PREFIX)
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +135,11 @@ def controller_command(inventory: Inventory) -> list[str]:
     controllers = list(inventory.groups.get("controller", ()))
     if not controllers:
         raise OpsError(f"the inventory of {inventory.cluster} has no controller to ask Slurm")
-    host = controllers[0]
+    return host_command(inventory, controllers[0])
+
+
+def host_command(inventory: Inventory, host: str) -> list[str]:
+    """The argv prefix that runs a command on `host` as root, the way Ansible reaches it."""
     variables: Mapping[str, object] = {
         **inventory.group_vars.get("all", {}),
         **inventory.host_vars.get(host, {}),
@@ -198,6 +208,13 @@ class Slurm:
 
     def resume(self, names: Sequence[str]) -> None:
         self.run("scontrol", "update", f"NodeName={','.join(names)}", "State=RESUME")
+
+    def reboot(self, names: Sequence[str], reason: str) -> None:
+        """Reboot through slurmctld (its RebootProgram) once each node's jobs end, and
+        return the nodes to service when slurmd registers again (slurm.conf(5) RebootProgram,
+        scontrol(1) reboot)."""
+        self.run("scontrol", "reboot", "ASAP", "nextstate=RESUME", f"reason={reason}",
+                 ",".join(names))  # fmt: skip
 
     def cancel(self, job_ids: Sequence[str]) -> None:
         self.run("scancel", *job_ids)

@@ -826,6 +826,18 @@ def power_off_node(target: NodeTarget) -> NodeState:
         )
 
 
+def power_cycle_node(target: NodeTarget) -> str:
+    """Power-cycle a node that stopped answering (remediation's BMC step); returns the
+    ResetType sent. PowerCycle where the BMC offers it, else ForceRestart (the same cut for
+    a hung host); a node found off is powered on. The caller has checked that the node is
+    drained and unreachable: this cuts power to whatever runs there."""
+    with target.session() as client:
+        path = client.system_path(target.redfish_system)
+        if client.system(path).power_state == "Off":
+            return client.reset(path, ["On", "PushPowerButton"])
+        return client.reset(path, ["PowerCycle", "ForceRestart"])
+
+
 # The Pulumi side. Property names are the resource's inputs; outputs add the observed state.
 IDENTITY_KEYS = ("name", "mac", "bmc_address", "redfish_system")
 INPUT_KEYS = (

@@ -35,6 +35,7 @@ from myriad.plan.nodes import NodeRecord, iter_nodes
 from myriad.plan.ports import ports
 from myriad.plan.power import server_kw, server_rack_units
 from myriad.spec.catalog_models import Catalog
+from myriad.spec.health import Remediation
 from myriad.spec.models import Cluster
 
 NODE_EXPORTER_PORT = 9100
@@ -264,6 +265,9 @@ def alert_rules(spec: Cluster, catalog: Catalog, plan: Plan) -> dict[str, Any]:
     if fabric_rules:
         groups.append({"name": "myriad-fabric", "rules": fabric_rules})
     groups.append({"name": "myriad-health", "rules": _health_rules(hold)})
+    if spec.health is not None and spec.health.remediation is not None:
+        remediation = _remediation_rules(spec.health.remediation, hold)
+        groups.append({"name": "myriad-remediation", "rules": remediation})
     power_rules = _power_rules(spec, catalog, plan, hold)
     if power_rules:
         groups.append({"name": "myriad-power", "rules": power_rules})
@@ -483,6 +487,56 @@ def _health_rules(hold: str) -> list[dict[str, Any]]:
             "{{ $labels.action }})",
             expected="no XID events",
             runbook="Look the XID up in NVIDIA's XID catalog; drained nodes need a GPU reset",
+        ),
+    ]
+
+
+def _remediation_rules(policy: Remediation, hold: str) -> list[dict[str, Any]]:
+    """`myriad remedy`'s textfile on the controller (myriad.ops.remedy.metrics_text)."""
+    return [
+        _rule(
+            "MyriadRemediationBreakerTripped",
+            "myriad_remediation_breaker_failing and on (instance) "
+            "(myriad_remediation_breaker_tripped == 1)",
+            hold="0s",
+            severity="critical",
+            summary="automatic remediation stopped: {{ $value }} nodes began failing within "
+            f"{policy.breaker_window_s} s",
+            expected=f"fewer than {policy.breaker_nodes} nodes failing together "
+            "(health.remediation.breaker_nodes)",
+            runbook="Many nodes at once is a shared fault (a leaf switch, a PDU, a bad image), "
+            "not one reboots fix: `myriad health` lists them; find what they share",
+        ),
+        _rule(
+            "MyriadRemediationBudgetExhausted",
+            f"myriad_remediation_in_progress >= {policy.max_nodes}",
+            hold=hold,
+            severity="warning",
+            summary="remediation's budget is used: {{ $value }} nodes in remediation",
+            expected=f"fewer than {policy.max_nodes} nodes in remediation at once "
+            "(health.remediation.max_nodes)",
+            runbook="Further failing nodes wait; `myriad remedy SPEC --dry-run` shows which, "
+            "and the reboots under way that hold the budget",
+        ),
+        _rule(
+            "MyriadNodeNeedsHardware",
+            "myriad_remediation_needs_hardware == 1",
+            hold="0s",
+            severity="warning",
+            summary="{{ $labels.host }} needs hardware: kept drained, the repair hook ran",
+            expected="no node waiting for repair",
+            runbook="Reset, reboot and power cycle did not keep it well (the action log in "
+            "`myriad health`); after the repair, `myriad resume` tests it again",
+        ),
+        _rule(
+            "MyriadRemediationActionFailed",
+            'increase(myriad_remediation_actions_total{result="failed"}[1h]) > 0',
+            hold="0s",
+            severity="warning",
+            summary="remediation's {{ $labels.action }} failed in the last hour",
+            expected="every remediation action succeeds",
+            runbook="The action log in `myriad health` names the node and why; its next "
+            "failure escalates",
         ),
     ]
 

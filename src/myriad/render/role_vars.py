@@ -111,6 +111,9 @@ def _health_vars(spec: Cluster) -> dict[str, Any]:
             slurm_health_check_interval=spec.health.interval_s,
             slurm_health_check_node_state=spec.health.node_state,
         )
+        remediation = spec.health.remediation
+        if remediation is not None and remediation.requeue_exit:
+            variables["slurm_requeue_exit"] = list(remediation.requeue_exit)
     else:
         variables.update(health_npd_enabled=True, health_npd_interval_s=spec.health.interval_s)
     return variables

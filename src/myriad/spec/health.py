@@ -121,6 +121,21 @@ class Remediation(BaseModel):
     hook_timeout_s: int = Field(
         default=30, ge=1, le=600, description="How long the hook may take, seconds"
     )
+    requeue_exit: tuple[Annotated[int, Field(ge=1, le=255)], ...] = Field(
+        default=(),
+        max_length=255,
+        description="Exit codes after which Slurm requeues a batch job (slurm.conf "
+        "RequeueExit): the code a training job's wrapper returns when it saw a node fault, "
+        "so it restarts from its last checkpoint on healthy nodes; empty: none",
+    )
+
+    @field_validator("requeue_exit")
+    @classmethod
+    def _codes_once_each(cls, codes: tuple[int, ...]) -> tuple[int, ...]:
+        repeated = sorted({c for c in codes if codes.count(c) > 1})
+        if repeated:
+            raise ValueError(f"lists exit code {', '.join(map(str, repeated))} more than once")
+        return codes
 
     @model_validator(mode="after")
     def _breaker_above_budget(self) -> Remediation:
