@@ -71,3 +71,11 @@ def test_requeue_exit_codes_reach_the_slurm_role_once_each() -> None:
     assert "slurm_requeue_exit" not in variables("health: {remediation: {}}\n")
     got = variables("health: {remediation: {requeue_exit: [75, 99]}}\n")
     assert got["slurm_requeue_exit"] == [75, 99]
+
+
+def test_the_readme_shows_the_remediation_defaults() -> None:
+    section = README[README.index("**`myriad remedy SPEC`**") :]
+    start = section.index("```yaml\n") + len("```yaml\n")
+    shown = yaml.safe_load(section[start : section.index("```", start)])["health"]["remediation"]
+    defaults = Remediation().model_dump()
+    assert shown == {**defaults, "requeue_exit": list(defaults["requeue_exit"])}
