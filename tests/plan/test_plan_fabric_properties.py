@@ -23,7 +23,7 @@ from myriad.plan import (
     iter_switch_tree,
     plan_fabric,
 )
-from myriad.plan.fabric import three_tier_endpoints, two_tier_endpoints
+from myriad.plan.fabric import three_tier_endpoints, two_tier_capacity
 from myriad.plan.model import Fabric
 from myriad.spec import LoadedSpec
 
@@ -91,10 +91,12 @@ def cases(draw: st.DrawFn, *, mixed: bool = True) -> Case:
     nics = draw(st.integers(1, 8))
     ports = draw(st.integers(1, 2))
     rails = nics * ports
-    most_nodes = min(MAX_NODES, three_tier_endpoints(radix) // rails)
+    # A spine of more ports than the leaf (a chassis) holds a larger two-tier island.
+    two_tier = two_tier_capacity(radix, spine_radix)
+    most_nodes = min(MAX_NODES, max(three_tier_endpoints(radix), two_tier) // rails)
     total = draw(st.integers(1, most_nodes))
     small_nodes = draw(st.integers(0, total - 1)) if mixed and total > 1 else 0
-    most_per_island = two_tier_endpoints(radix) // rails
+    most_per_island = two_tier // rails
     island_nodes = draw(st.none() | st.integers(1, most_per_island)) if most_per_island else None
     return Case(
         kind=draw(st.sampled_from(["fat-tree", "rail-optimized"])),
@@ -250,7 +252,10 @@ def test_switches_and_cables_never_decrease_as_nodes_grow(case: Case, more: int)
     limit = (
         MAX_NODES
         if case.island_nodes is not None
-        else (three_tier_endpoints(case.radix) // case.rails)
+        else (
+            max(three_tier_endpoints(case.radix), two_tier_capacity(case.radix, case.spine_radix))
+            // case.rails
+        )
     )
     bigger = case.with_nodes(min(case.nodes + more, max(limit, case.nodes)))
     loaded = case.load()

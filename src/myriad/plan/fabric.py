@@ -14,11 +14,13 @@ Shape of the fabric (REFERENCE.md "Fabric arithmetic", k = leaf ports):
 
 - one island that fits one switch: that switch alone (one tier);
 - one island of at most k²/2 endpoints: leaves with k/2 down- and k/2 up-links under
-  spines (two tiers, non-blocking);
+  spines (two tiers, non-blocking); under spines of s > k ports (a modular chassis such
+  as a 576-port spine over 32-port top-of-rack leaves) at most k/2 x s endpoints, since
+  each of the k/2 spines a leaf reaches links s leaves (`two_tier_capacity`);
 - more islands: each island two-tier as above, its spines also linked to a shared core
   whose links carry the island's endpoint bandwidth divided by the inter-island
   oversubscription (three tiers);
-- one island beyond k²/2 (at most k³/4) endpoints: pods of k/2 leaves, each pod's spines
+- one island beyond that (at most k³/4) endpoints: pods of k/2 leaves, each pod's spines
   linked non-blocking to a core (three tiers).
 
 A leaf under spines has one uplink per `island_oversubscription` endpoints plugged into
@@ -39,8 +41,8 @@ rules keep every island non-blocking and every island reachable:
 
 Where islands break these rules the plan still counts the fabric by ports (the figures
 stay useful for a budget) and `fabric_limits` says what falls short, for the lints to
-report. Shapes the arithmetic has no answer for (an island beyond k³/4 endpoints,
-several islands beyond k²/2) raise FabricError.
+report. Shapes the arithmetic has no answer for (an island beyond both k³/4 and the
+two-tier capacity, several islands beyond the two-tier capacity) raise FabricError.
 
 Each link is one cable with optics at both ends, the conservative figure: short in-rack
 links often use copper, which needs none. A node's end takes one transceiver per NIC
@@ -88,9 +90,17 @@ def core_name(number: int) -> str:
     return CORE_NAME.format(number=number)
 
 
-def two_tier_endpoints(radix: int) -> int:
-    """REFERENCE.md: a non-blocking two-tier fat-tree of k-port switches: k²/2 endpoints."""
-    return radix**2 // 2
+def two_tier_capacity(radix: int, spine_ports: int) -> int:
+    """Endpoints of a non-blocking two-tier island of `radix`-port leaves under spines of
+    `spine_ports` ports: k/2 spines (a leaf's k/2 uplinks reach each once), each spine
+    linking one leaf per port, k/2 endpoints per leaf: k/2 x spine ports (REFERENCE.md's
+    k²/2 where spines and leaves are one model).
+
+    A modular chassis spine (576 ports under 32-port top-of-rack leaves) holds far more
+    than k²/2; a spine smaller than the leaf is counted as k²/2 and its shortfall left to
+    the mesh limit (`fabric_limits`), as before chassis spines were planned.
+    """
+    return radix // 2 * max(radix, spine_ports)
 
 
 def three_tier_endpoints(radix: int) -> int:
@@ -186,21 +196,34 @@ class _Shape:
         return min(self.island_nodes, self.nodes - island * self.island_nodes)
 
 
-def _mode(radix: int, rails: int, island_nodes: int, islands: int) -> Mode:
+def _mode(radix: int, spine_ports: int, rails: int, island_nodes: int, islands: int) -> Mode:
     """The shape by endpoint count (REFERENCE.md); `_shape` refines it by switch ports."""
     endpoints = island_nodes * rails
-    if endpoints > three_tier_endpoints(radix):
+    two_tier = two_tier_capacity(radix, spine_ports)
+    most = max(three_tier_endpoints(radix), two_tier)
+    if endpoints > most:
+        remedy = (
+            f"make network.topology.island_nodes at most {most // rails} or use a "
+            "higher-radix switch"
+            if most // rails
+            else "use a higher-radix switch"
+        )
+        reach = (
+            f"{radix}-port switches connect at most {three_tier_endpoints(radix)} "
+            "non-blocking (three tiers)"
+            if three_tier_endpoints(radix) >= two_tier
+            else f"{radix}-port leaves under {spine_ports}-port spines connect at most "
+            f"{two_tier} non-blocking (two tiers)"
+        )
         raise FabricError(
-            f"an island of {island_nodes} nodes has {endpoints} endpoints; {radix}-port "
-            f"switches connect at most {three_tier_endpoints(radix)} non-blocking (three "
-            "tiers): make network.topology.island_nodes smaller or use a higher-radix switch"
+            f"an island of {island_nodes} nodes has {endpoints} endpoints; {reach}: {remedy}"
         )
     if islands == 1:
         if endpoints <= radix:
             return "single"
-        return "two-tier" if endpoints <= two_tier_endpoints(radix) else "pods"
-    if endpoints > two_tier_endpoints(radix):
-        most = two_tier_endpoints(radix) // rails
+        return "two-tier" if endpoints <= two_tier else "pods"
+    if endpoints > two_tier:
+        most = two_tier // rails
         remedy = (
             f"make island_nodes at most {most} (two tiers per island)"
             if most
@@ -223,7 +246,7 @@ def _shape(spec: Cluster, catalog: Catalog, runs: Sequence[_Run]) -> _Shape:
     rails = max(run.endpoints for run in runs)
     island_nodes = min(topology.island_nodes or nodes, nodes)
     islands = math.ceil(nodes / island_nodes)
-    mode = _mode(leaf.ports, rails, island_nodes, islands)
+    mode = _mode(leaf.ports, spine.ports, rails, island_nodes, islands)
     if mode != "single" and (leaf.ports < 2 or spine.ports < 2):
         raise FabricError("switches of fewer than 2 ports cannot be linked into tiers")
     return _Shape(

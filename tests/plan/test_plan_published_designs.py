@@ -1,0 +1,159 @@
+"""Published cluster designs, planned from a spec: the figures their sources give, reproduced,
+and the figures the sources leave out, said to be Myriad's own (worked out by hand here).
+
+Sources are named in each spec's header (tests/plan/specs/); a figure is asserted as
+published only where that source states it or it follows from stated figures by the
+arithmetic written beside it.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from myriad.plan import FabricError, fabric_limits, iter_switch_tree, plan_fabric
+from myriad.plan.fabric import two_tier_capacity
+from myriad.plan.model import Fabric
+from myriad.plan.pipeline import plan_loaded
+from myriad.spec import LoadedSpec, load_spec_text
+
+from spec_builder import SPECS, cluster, gpu_profile, load_fixture, made_up_nic, made_up_switch
+
+META = "meta-24k-roce.yaml"
+
+
+def _fabric(loaded: LoadedSpec) -> Fabric:
+    fabric = plan_fabric(loaded.spec, loaded.catalog)
+    assert fabric is not None
+    return fabric
+
+
+def _meta_with(old: str, new: str) -> LoadedSpec:
+    text = (SPECS / META).read_text()
+    assert old in text
+    return load_spec_text(text.replace(old, new, 1), file=META)
+
+
+# --- Meta's 24K-GPU RoCE cluster (Llama 3 paper, section 3.3.1) -----------------------------
+
+
+def test_meta_24k_published_figures() -> None:
+    fabric = _fabric(load_fixture(META))
+    # Published: 24,576 GPUs (3,072 servers of 8), one 400G NIC per GPU.
+    assert fabric.endpoints == fabric.node_links == 24_576
+    assert fabric.endpoint_speed_gbps == 400
+    # Published: eight pods of 3,072 GPUs (384 servers), each of 192 racks.
+    assert [island.nodes for island in fabric.islands] == [384] * 8
+    # Published: one top-of-rack switch per rack of 16 GPUs (two servers): a 32-port leaf
+    # keeps k/2 = 16 ports down, and a fat-tree fills it with 2 servers x 8 NIC ports, so
+    # 3,072 x 8 / 16 = 1,536 RTSW, 192 a pod: as many as the 1,536 racks.
+    assert fabric.leaves == 1_536
+    assert all(island.leaves == 192 for island in fabric.islands)
+    # Published: full bisection inside a pod, 1:7 between pods. A pod's bisection is
+    # 3,072 x 400 / 2 = 614,400 Gb/s; the cluster's 24,576 x 400 / 2 / 7.
+    assert fabric.island_oversubscription == 1.0
+    assert fabric.island_bisection_gbps == 614_400
+    assert fabric.bisection_gbps == pytest.approx(24_576 * 400 / 2 / 7)
+    assert fabric.tiers == 3
+    # A true Clos inside every pod and across them: no fabric-shape finding.
+    assert fabric_limits(load_fixture(META).spec, load_fixture(META).catalog) == ()
+
+
+def test_meta_24k_figures_the_sources_do_not_publish() -> None:
+    """The Llama 3 paper gives neither the CTSW and ATSW counts nor cables or optics; these
+    are Myriad's port arithmetic on the published shape, not Meta's numbers."""
+    fabric = _fabric(load_fixture(META))
+    # RTSW uplinks: 16 each (non-blocking), 1,536 x 16 = 24,576 RTSW-CTSW links (Meta
+    # under-subscribes these (SIGCOMM '24); Myriad plans uplink ratios >= 1 only).
+    assert fabric.leaf_spine_links == 24_576
+    # A pod's share of the aggregation layer: ceil(3,072 x 400 / 7 / 400) = ceil(438.9) = 439
+    # links; 8 pods: 3,512.
+    assert fabric.spine_core_links == 3_512
+    # CTSW per pod: ceil((3,072 + 439) / 576) = ceil(6.1) = 7; 56 in all.
+    assert all(island.spines == 7 for island in fabric.islands)
+    assert fabric.spines == 56
+    # ATSW: ceil(3,512 / 576) = ceil(6.1) = 7.
+    assert fabric.core_switches == 7
+    # Cables: 24,576 + 24,576 + 3,512 = 52,664.
+    assert fabric.cables == 52_664
+    # Optics, one per port (cages of one): 2 x 24,576 + 2 x 24,576 + 2 x 3,512 = 105,328.
+    # Meta cables a rack's GPUs to its RTSW with copper DAC (SIGCOMM '24), which
+    # takes none: Myriad, without racks yet, counts those 2 x 24,576 = 49,152 as optics too,
+    # the documented difference; the design's optics would be 105,328 - 49,152 = 56,176.
+    assert fabric.transceivers == 105_328
+    assert fabric.transceivers - 2 * fabric.node_links == 56_176
+
+
+def test_meta_24k_switch_tree_matches_the_counts() -> None:
+    loaded = load_fixture(META)
+    tree = list(iter_switch_tree(loaded.spec, loaded.catalog))
+    leaves = [s for s in tree if s.tier == "leaf"]
+    spines = [s for s in tree if s.tier == "spine"]
+    core = [s for s in tree if s.tier == "core"]
+    assert (len(leaves), len(spines), len(core)) == (1_536, 56, 7)
+    # A rack's two servers under its RTSW: gpu0001 and gpu0002 under the first.
+    assert leaves[0].nodes == ("gpu0001", "gpu0002")
+    assert all(len(leaf.nodes) == 2 and leaf.downlinks == 16 for leaf in leaves)
+    # Every RTSW reaches all 7 CTSW of its pod; no chassis is over its 576 ports.
+    assert all(len(spine.switches) == 192 for spine in spines)
+    assert all(s.downlinks + s.uplinks <= s.ports for s in tree)
+
+
+def test_meta_24k_needs_the_chassis_spine() -> None:
+    # With the 32-port RTSW as spine too, a pod of 3,072 endpoints is past the k²/2 = 512
+    # two tiers reach, and eight such pods would need a fourth tier: refused, as before
+    # chassis spines were planned.
+    loaded = _meta_with("spine_switch: CTSW-576x400G", "spine_switch: RTSW-32x400G")
+    with pytest.raises(FabricError, match="need three tiers"):
+        plan_fabric(loaded.spec, loaded.catalog)
+    result = plan_loaded(loaded)
+    assert [(f.id, f.path) for f in result.findings] == [("fabric-shape", ("network", "topology"))]
+
+
+def test_pods_past_the_chassis_capacity_are_refused_with_the_largest_that_fits() -> None:
+    # Two-tier capacity under the chassis: 32/2 x 576 = 9,216 endpoints, 1,152 servers of 8.
+    assert two_tier_capacity(32, 576) == 9_216
+    loaded = _meta_with("island_nodes: 384", "island_nodes: 1153")
+    with pytest.raises(FabricError, match="island_nodes at most 1152 "):
+        plan_fabric(loaded.spec, loaded.catalog)
+    fits = _meta_with("island_nodes: 384", "island_nodes: 1152")
+    # 1,152 x 8 = 9,216 endpoints: 576 leaves of 16 uplinks, 9,216 links; its core share
+    # ceil(9,216 / 7) = 1,317; spines ceil((9,216 + 1,317) / 576) = 19, more than the 16 a
+    # leaf's uplinks reach: counted, and reported as not non-blocking.
+    assert _fabric(fits).islands[0].spines == 19
+    limits = fabric_limits(fits.spec, fits.catalog)
+    assert [(limit.what, limit.needed, limit.available) for limit in limits] == [
+        ("spines-per-group", 19, 16)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("nodes", "tiers", "radix_finding"),
+    [
+        # 32-port leaves, 256-port spines: two tiers reach 16 x 256 = 4,096 endpoints,
+        # 512 nodes of 8 (k²/2 = 512 endpoints would have stopped at 64 nodes).
+        (512, 2, False),
+        # One node more: 4,104 endpoints, three tiers (pods), and the info finding says so.
+        (513, 3, True),
+    ],
+)
+def test_one_island_under_chassis_spines(nodes: int, tiers: int, radix_finding: bool) -> None:
+    loaded = cluster(
+        profiles={"gpu": gpu_profile(gpu=None, nic="TEST-NIC", nics=8)},
+        pools=[{"name": "gpu", "profile": "gpu", "count": nodes, "role": "compute"}],
+        topology={"kind": "fat-tree", "switch": "TEST-LEAF", "spine_switch": "TEST-CHASSIS"},
+        catalog={
+            "switches": {
+                "TEST-LEAF": made_up_switch(32),
+                "TEST-CHASSIS": made_up_switch(256),
+            },
+            "nics": {"TEST-NIC": made_up_nic()},
+        },
+    )
+    fabric = _fabric(loaded)
+    assert fabric.tiers == tiers
+    findings = plan_loaded(loaded).findings
+    radix = [f for f in findings if f.id == "island-radix"]
+    assert bool(radix) is radix_finding
+    if radix:
+        assert radix[0].numbers["max_two_tier"] == 4_096
+        assert "32-port leaves under 256-port spines" in radix[0].message
