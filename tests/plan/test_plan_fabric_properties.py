@@ -23,7 +23,7 @@ from myriad.plan import (
     iter_switch_tree,
     plan_fabric,
 )
-from myriad.plan.fabric import three_tier_endpoints, two_tier_capacity
+from myriad.plan.fabric import rail_position, three_tier_endpoints, two_tier_capacity
 from myriad.plan.model import Fabric
 from myriad.spec import LoadedSpec
 
@@ -46,6 +46,7 @@ class Case:
     island_nodes: int | None
     oversubscription: float
     island_oversubscription: float = 1.0
+    planes: int = 1
 
     @property
     def rails(self) -> int:
@@ -71,6 +72,7 @@ class Case:
             "spine_switch": "TEST-SPINE",
             "inter_island_oversubscription": self.oversubscription,
             "island_oversubscription": self.island_oversubscription,
+            "planes": self.planes,
         }
         if self.island_nodes is not None:
             topology["island_nodes"] = self.island_nodes
@@ -98,8 +100,9 @@ def cases(draw: st.DrawFn, *, mixed: bool = True) -> Case:
     small_nodes = draw(st.integers(0, total - 1)) if mixed and total > 1 else 0
     most_per_island = two_tier // rails
     island_nodes = draw(st.none() | st.integers(1, most_per_island)) if most_per_island else None
+    kind = draw(st.sampled_from(["fat-tree", "rail-optimized"]))
     return Case(
-        kind=draw(st.sampled_from(["fat-tree", "rail-optimized"])),
+        kind=kind,
         radix=radix,
         spine_radix=spine_radix,
         nics=nics,
@@ -110,6 +113,8 @@ def cases(draw: st.DrawFn, *, mixed: bool = True) -> Case:
         island_nodes=island_nodes,
         oversubscription=draw(st.sampled_from([1.0, 1.5, 2.0, 4.0])),
         island_oversubscription=draw(st.sampled_from([1.0, 1.0, 2.0, 3.0])),
+        # Planes take a NIC's ports, so they need rails of their own and dual-port NICs.
+        planes=draw(st.sampled_from([1, 2])) if kind == "rail-optimized" and ports == 2 else 1,
     )
 
 
@@ -147,7 +152,7 @@ def test_every_endpoint_has_its_own_leaf_port(case: Case) -> None:
             rail_of_leaf = (int(placement.leaf[-3:]) - 1) // (
                 -(-fabric.islands[placement.island].nodes // (fabric.radix // 2))
             )
-            assert rail_of_leaf == nic
+            assert rail_of_leaf == rail_position(nic, fabric.rails, fabric.planes)
 
 
 @settings(max_examples=80, deadline=None)
@@ -230,7 +235,18 @@ def _assert_meshed(
     tops = set(group_of_spine.values()) if core else set()
     for first in tops:
         for second in tops:
-            assert any(first in r and second in r for r in reached), (first, second)
+            # Planes are independent: only groups of one plane need a core in common.
+            if _plane(fabric, *first) == _plane(fabric, *second):
+                assert any(first in r and second in r for r in reached), (first, second)
+
+
+def _plane(fabric: Fabric, island: int, leaf: str) -> int:
+    """The plane of leaf `leaf` of `island`: leaves are numbered rail by rail, plane by plane."""
+    if fabric.planes == 1:
+        return 0
+    per_rail = -(-fabric.islands[island].nodes // (fabric.radix // 2))
+    position = (int(leaf[-3:]) - 1) // per_rail
+    return position // (fabric.rails // fabric.planes)
 
 
 SIZES = (
@@ -259,12 +275,13 @@ def test_switches_and_cables_never_decrease_as_nodes_grow(case: Case, more: int)
     )
     bigger = case.with_nodes(min(case.nodes + more, max(limit, case.nodes)))
     loaded = case.load()
+    small = _fabric(loaded)
     if fabric_limits(loaded.spec, loaded.catalog):
         # A shape past its mesh limit (more spines than a leaf has uplinks) is counted for a
         # budget only; its part-filled leaves take an uplink per spine, so regrouping into
         # pods can use fewer links. Growth is monotonic for the shapes the plan accepts.
         reject()
-    small, large = _fabric(loaded), _fabric(bigger.load())
+    large = _fabric(bigger.load())
     for field in SIZES:
         assert getattr(small, field) <= getattr(large, field), field
     small_switches = small.leaves + small.spines + small.core_switches

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from myriad.plan import FabricError, fabric_limits, iter_switch_tree, plan_fabric
+from myriad.errors import MyriadError
+from myriad.plan import FabricError, fabric_limits, iter_placements, iter_switch_tree, plan_fabric
 from myriad.plan.fabric import two_tier_capacity
 from myriad.plan.model import Fabric
 from myriad.plan.pipeline import plan_loaded
@@ -157,3 +158,105 @@ def test_one_island_under_chassis_spines(nodes: int, tiers: int, radix_finding: 
     if radix:
         assert radix[0].numbers["max_two_tier"] == 4_096
         assert "32-port leaves under 256-port spines" in radix[0].message
+
+
+# --- Alibaba HPN, one Pod (SIGCOMM '24) ------------------------------------------------------
+
+HPN = "alibaba-hpn-pod.yaml"
+
+
+def test_hpn_pod_published_figures() -> None:
+    fabric = _fabric(load_fixture(HPN))
+    # Published: 15 segments of 1,024 GPUs, 8 GPUs a host: 15 x 1,024 / 8 = 1,920 hosts, one
+    # Pod, two tiers.
+    assert [island.nodes for island in fabric.islands] == [1_920]
+    assert fabric.tiers == 2
+    # Published: 8 NICs of 2 x 200G a host, the two ports in two planes: 16 endpoints a
+    # host, 8 rails in each of 2 planes; 1,920 x 16 = 30,720 host links.
+    assert (fabric.rails, fabric.planes, fabric.endpoint_speed_gbps) == (16, 2, 200)
+    assert fabric.node_links == 30_720
+    # Published: a segment is 1,024 GPUs on 8 rails x 2 planes = 16 ToRs, each with one port
+    # of every host (128 hosts, 128 x 200G down); 15 segments: 15 x 16 = 240 ToRs.
+    assert fabric.leaves == 240
+    assert fabric.islands[0].leaves == 240
+
+
+def test_hpn_pod_figures_the_sources_do_not_publish() -> None:
+    """The sources read here give no ToR uplink or aggregation-switch count; these are
+    Myriad's own, with the ToR non-blocking (1:1) and 256 x 200G aggregation switches."""
+    fabric = _fabric(load_fixture(HPN))
+    # Each ToR: 128 down, 128 up; 240 x 128 = 30,720 ToR-aggregation links, 15,360 a plane.
+    assert fabric.leaf_spine_links == 30_720
+    # Aggregation per plane: ceil(15,360 / 256) = 60; both planes: 120. No core (one Pod).
+    assert fabric.spines == 120
+    assert (fabric.core_switches, fabric.spine_core_links) == (0, 0)
+    # Cables: 30,720 + 30,720 = 61,440. Optics: a host end per port (30,720), switch ends
+    # per cage of four 200G ports (SN5600 split 4 ways): 3 x 30,720 / 4 = 23,040.
+    assert fabric.cables == 61_440
+    assert fabric.transceivers == 30_720 + 23_040
+
+
+def test_hpn_planes_keep_each_plane_on_its_own_leaves_and_spines() -> None:
+    loaded = load_fixture(HPN)
+    fabric = _fabric(loaded)
+    first = [p for host, _, p in iter_placements(loaded.spec, fabric, loaded.catalog)][:4]
+    # Host gpu0001: NIC 0's ports (rails 0 and 1) go to two ToRs, one in each plane: leaves
+    # are numbered plane by plane, 15 per rail, so rail 0 -> leaf 1, rail 1 (plane 1, its
+    # first rail) -> leaf 8 x 15 + 1 = 121, rail 2 (plane 0, second rail) -> leaf 16.
+    assert [(p.rail, p.leaf) for p in first] == [
+        (0, "is00-leaf001"),
+        (1, "is00-leaf121"),
+        (2, "is00-leaf016"),
+        (3, "is00-leaf136"),
+    ]
+    tree = list(iter_switch_tree(loaded.spec, loaded.catalog))
+    spines = [s for s in tree if s.tier == "spine"]
+    plane_0 = {f"is00-leaf{n:03d}" for n in range(1, 121)}
+    # Spines 1-60 hold plane 0's 120 ToRs only, 61-120 plane 1's.
+    assert all(set(s.switches) == plane_0 for s in spines[:60])
+    assert all(not set(s.switches) & plane_0 and len(s.switches) == 120 for s in spines[60:])
+
+
+def test_planes_double_what_two_tiers_reach() -> None:
+    # One plane of 16 rails: 2,049 hosts x 16 = 32,784 endpoints, past the 128 x 256 =
+    # 32,768 two tiers reach, so pods (three tiers). Two planes of 8 rails: 16,392 a plane,
+    # two tiers each.
+    text = (SPECS / HPN).read_text().replace("count: 1920", "count: 2049", 1)
+    two = load_spec_text(text, file=HPN)
+    assert _fabric(two).tiers == 2
+    one = load_spec_text(text.replace("planes: 2", "planes: 1", 1), file=HPN)
+    assert _fabric(one).tiers == 3
+
+
+def test_planes_need_nic_ports_to_split() -> None:
+    # ConnectX-7 has one port: nothing to give a second plane.
+    text = (
+        (SPECS / HPN)
+        .read_text()
+        .replace("model: HPN-NIC-2x200G, count: 8", "model: ConnectX-7, count: 8")
+    )
+    result = plan_loaded(load_spec_text(text, file=HPN))
+    assert result.plan is None
+    [finding] = result.findings
+    assert (finding.id, finding.path) == ("fabric-shape", ("network", "topology"))
+    assert "ConnectX-7 has 1 port(s)" in finding.message
+
+
+def test_planes_need_a_rail_optimized_fabric() -> None:
+    text = (SPECS / HPN).read_text().replace("kind: rail-optimized", "kind: fat-tree", 1)
+    with pytest.raises(MyriadError, match="planes above 1 need kind rail-optimized"):
+        load_spec_text(text, file=HPN)
+
+
+def test_planes_of_a_single_switch_are_refused() -> None:
+    loaded = cluster(
+        nodes=2,
+        profile=gpu_profile(gpu=None, nic="TEST-NIC", nics=1),
+        topology={"kind": "rail-optimized", "switch": "TEST-LEAF", "planes": 2},
+        catalog={
+            "switches": {"TEST-LEAF": made_up_switch(8)},
+            "nics": {"TEST-NIC": made_up_nic(ports=2)},
+        },
+    )
+    with pytest.raises(FabricError, match="one switch per plane"):
+        plan_fabric(loaded.spec, loaded.catalog)

@@ -44,6 +44,13 @@ stay useful for a budget) and `fabric_limits` says what falls short, for the lin
 report. Shapes the arithmetic has no answer for (an island beyond both k³/4 and the
 two-tier capacity, several islands beyond the two-tier capacity) raise FabricError.
 
+Planes (`topology.planes`, rail-optimized only; Alibaba HPN's dual-plane design) split
+the rails: NIC port j goes to plane j mod planes, so a dual-port NIC's two ports reach two
+leaves in two planes. Each plane is shaped as its own fabric of rails/planes rails: its
+leaves (numbered plane by plane) link only to its own spines, and its spines to a core of
+its own, so a plane reaches two tiers with planes times the nodes one plane would. A plane
+that fits one switch, or needs pods, is refused.
+
 Each link is one cable with optics at both ends, the conservative figure: short in-rack
 links often use copper, which needs none. A node's end takes one transceiver per NIC
 port; a switch's end takes one per cage, and twin-port switches (QM9700: 32 OSFP cages
@@ -183,10 +190,15 @@ class _Shape:
     island_nodes: int
     oversubscription: float
     island_oversubscription: float
+    planes: int = 1
 
     @property
     def half(self) -> int:
         return self.radix // 2
+
+    @property
+    def plane_rails(self) -> int:
+        return self.rails // self.planes
 
     @property
     def islands(self) -> int:
@@ -246,9 +258,24 @@ def _shape(spec: Cluster, catalog: Catalog, runs: Sequence[_Run]) -> _Shape:
     rails = max(run.endpoints for run in runs)
     island_nodes = min(topology.island_nodes or nodes, nodes)
     islands = math.ceil(nodes / island_nodes)
-    mode = _mode(leaf.ports, spine.ports, rails, island_nodes, islands)
+    planes = topology.planes
+    _check_planes(spec, catalog, planes)
+    # Planes are independent fabrics: each is shaped by its own share of the rails.
+    mode = _mode(leaf.ports, spine.ports, rails // planes, island_nodes, islands)
     if mode != "single" and (leaf.ports < 2 or spine.ports < 2):
         raise FabricError("switches of fewer than 2 ports cannot be linked into tiers")
+    if planes > 1 and mode in ("single", "pods"):
+        raise FabricError(
+            f"network.topology.planes {planes}: each plane is planned as leaves under spines "
+            "(two tiers, or islands under a core); "
+            + (
+                f"an island of {island_nodes} nodes fits one switch per plane, which Myriad "
+                "does not plan: use planes 1"
+                if mode == "single"
+                else f"an island of {island_nodes} nodes needs three tiers per plane: make "
+                "island_nodes smaller or use switches with more ports"
+            )
+        )
     return _Shape(
         kind=topology.kind,
         mode=mode,
@@ -261,7 +288,36 @@ def _shape(spec: Cluster, catalog: Catalog, runs: Sequence[_Run]) -> _Shape:
         island_nodes=island_nodes,
         oversubscription=topology.inter_island_oversubscription,
         island_oversubscription=topology.island_oversubscription,
+        planes=planes,
     )
+
+
+def _check_planes(spec: Cluster, catalog: Catalog, planes: int) -> None:
+    """Every compute NIC's ports split evenly over the planes (port p to plane p mod planes),
+    so each node has the same number of rails in every plane."""
+    if planes == 1:
+        return
+    for pool in spec.pools_with_role("compute"):
+        group = spec.profiles[pool.profile].nics.compute
+        ports = catalog.nics[group.model].ports if group is not None else 1
+        if ports % planes:
+            what = f"{group.model} has {ports} port(s)" if group else "it has no compute NICs"
+            raise FabricError(
+                f"network.topology.planes {planes}: compute pool {pool.name}'s NIC ports "
+                f"cannot split over {planes} planes ({what}); planes take ports from the "
+                "NIC, so use NICs with a multiple of planes ports, or planes 1"
+            )
+
+
+def rail_position(rail: int, rails: int, planes: int) -> int:
+    """Where rail `rail` (a node's NIC port) comes in the leaf numbering: plane by plane,
+    rail j in plane j mod planes (the identity with one plane)."""
+    return (rail % planes) * (rails // planes) + rail // planes
+
+
+def _rail_at(position: int, rails: int, planes: int) -> int:
+    plane, index = divmod(position, rails // planes)
+    return index * planes + plane
 
 
 def _meshed(shape: _Shape, nodes: int) -> bool:
@@ -306,6 +362,8 @@ def _mesh_limit(shape: _Shape) -> FabricLimit | None:
         f"a pod of {shape.half} leaves"
         if shape.mode == "pods"
         else f"an island of {shape.island_nodes} nodes"
+        if shape.planes == 1
+        else f"each of the {shape.planes} planes of an island of {shape.island_nodes} nodes"
     )
     return FabricLimit(
         what="spines-per-group",
@@ -398,8 +456,9 @@ class _Group:
 
 
 def _island_core_links(shape: _Shape, nodes: int) -> int:
-    """The island's share of the core: its endpoint bandwidth over the oversubscription."""
-    gbps = nodes * shape.rails * shape.speed_gbps / shape.oversubscription
+    """A plane of the island's share of the core: its endpoint bandwidth over the
+    oversubscription (the whole island's with one plane)."""
+    gbps = nodes * shape.plane_rails * shape.speed_gbps / shape.oversubscription
     return math.ceil(gbps / shape.spine_speed_gbps)
 
 
@@ -415,11 +474,13 @@ def _downlink_counts(shape: _Shape, nodes: int, first: int, leaves: int) -> Coun
     """How many of leaves first..first+leaves-1 carry each number of endpoint slots."""
     if shape.kind == "fat-tree" or leaves <= 2 * shape.half:
         return Counter(leaf_downlinks(shape, nodes, leaf) for leaf in range(first, first + leaves))
-    # A whole island, rail by rail: per rail, full leaves and perhaps one part-filled.
+    # Whole rails (an island's, or a plane's): per rail, full leaves and perhaps one
+    # part-filled.
+    rails = leaves // math.ceil(nodes / shape.half)
     full, rest = divmod(nodes, shape.half)
-    counts = Counter({shape.half: full * shape.rails})
+    counts = Counter({shape.half: full * rails})
     if rest:
-        counts[rest] += shape.rails
+        counts[rest] += rails
     return counts
 
 
@@ -454,9 +515,23 @@ def _island_groups(shape: _Shape, nodes: int) -> tuple[_Group, ...]:
     if shape.mode == "pods":
         return tuple(_pods(shape, nodes, leaves))
     core = _island_core_links(shape, nodes) if shape.mode == "islands" else 0
-    downlinks = _downlink_counts(shape, nodes, 0, leaves)
-    spines, links = _meshed_group(shape, downlinks, core, shape.spine_ports)
-    return (_Group(0, leaves, 0, spines, links, core),)
+    # One group per plane: a plane's leaves (numbered plane by plane) under its own spines.
+    per_plane = leaves // shape.planes
+    groups: list[_Group] = []
+    first_spine = 0
+    for plane in range(shape.planes):
+        downlinks = _downlink_counts(shape, nodes, plane * per_plane, per_plane)
+        spines, links = _meshed_group(shape, downlinks, core, shape.spine_ports)
+        groups.append(_Group(plane * per_plane, per_plane, first_spine, spines, links, core))
+        first_spine += spines
+    return tuple(groups)
+
+
+def _group_planes(shape: _Shape, groups: Sequence[_Group]) -> Iterator[tuple[int, _Group]]:
+    """(plane, group) of an island's groups: with planes, one group each, in plane order;
+    otherwise every group (pods included) in plane 0."""
+    for index, group in enumerate(groups):
+        yield (index if shape.planes > 1 else 0), group
 
 
 def _pods(shape: _Shape, nodes: int, leaves: int) -> Iterator[_Group]:
@@ -485,7 +560,9 @@ def plan_fabric(spec: Cluster, catalog: Catalog) -> Fabric | None:
         return None
     shape = _shape(spec, catalog, runs)
     islands: list[Island] = []
-    leaf_spine_links = core_links = 0
+    leaf_spine_links = 0
+    # Core links by plane: each plane has a core of its own (one plane: the whole core).
+    plane_core_links = [0] * shape.planes
     for index in range(shape.islands):
         nodes = shape.island_size(index)
         groups = _island_groups(shape, nodes)
@@ -493,10 +570,12 @@ def plan_fabric(spec: Cluster, catalog: Catalog) -> Fabric | None:
             Island(index, nodes, _island_leaves(shape, nodes), sum(g.spines for g in groups))
         )
         leaf_spine_links += sum(g.leaf_spine_links for g in groups)
-        core_links += sum(g.core_links for g in groups)
+        for plane, group in _group_planes(shape, groups):
+            plane_core_links[plane] += group.core_links
     leaves = sum(island.leaves for island in islands)
     spines = sum(island.spines for island in islands)
-    core = math.ceil(core_links / shape.spine_ports)
+    core_links = sum(plane_core_links)
+    core = sum(math.ceil(links / shape.spine_ports) for links in plane_core_links)
     endpoints = sum(run.pool.count * run.endpoints for run in runs)
     cables = endpoints + leaf_spine_links + core_links
     slot_gbps = shape.rails * shape.speed_gbps
@@ -534,6 +613,7 @@ def plan_fabric(spec: Cluster, catalog: Catalog) -> Fabric | None:
         cables=cables,
         transceivers=transceivers,
         ports_per_cage=leaf_cage,
+        planes=shape.planes,
         injection_gbps_per_node=float(max(run.endpoints * run.speed_gbps for run in runs)),
         island_bisection_gbps=island_bisection,
         bisection_gbps=shape.nodes * slot_gbps / 2 / cluster_oversubscription,
@@ -568,7 +648,7 @@ def leaf_placement(fabric: Fabric, node_index: int, nic_index: int) -> LeafPlace
     else:
         per_rail = math.ceil(fabric.islands[island].nodes / half)
         block, port = divmod(local, half)
-        leaf = nic_index * per_rail + block
+        leaf = rail_position(nic_index, fabric.rails, fabric.planes) * per_rail + block
     return LeafPlacement(
         island=island, leaf=leaf_name(island, leaf + 1), port=port + 1, rail=nic_index
     )
@@ -704,7 +784,8 @@ def _leaf_members(
         return tuple(h for h, _ in members), sum(e for _, e in members)
     if shape.kind == "rail-optimized":
         per_rail = math.ceil(nodes / shape.half)
-        rail, block = divmod(leaf, per_rail)
+        position, block = divmod(leaf, per_rail)
+        rail = _rail_at(position, shape.rails, shape.planes)
         start = first + block * shape.half
         stop = min(start + shape.half, first + nodes)
         on_rail = tuple(h for h, e in _iter_nodes(runs, start, stop) if e > rail)
@@ -784,23 +865,40 @@ def _iter_spines(shape: _Shape) -> Iterator[TreeSwitch]:
                 )
 
 
+def _spine_planes(shape: _Shape) -> Iterator[int]:
+    """The plane of each spine, in `_iter_spines` order."""
+    for island in range(shape.islands):
+        groups = _island_groups(shape, shape.island_size(island))
+        for plane, group in _group_planes(shape, groups):
+            for _ in range(group.spines):
+                yield plane
+
+
 def _iter_core(shape: _Shape, spines: Iterable[TreeSwitch]) -> Iterator[TreeSwitch]:
-    uplinks = [(spine.name, spine.uplinks) for spine in spines if spine.uplinks]
-    total = sum(links for _, links in uplinks)
-    if not total:
-        return
-    cores = math.ceil(total / shape.spine_ports)
-    for n, members in enumerate(_stripe(uplinks, cores)):
-        yield TreeSwitch(
-            name=core_name(n + 1),
-            tier="core",
-            island=None,
-            nodes=(),
-            switches=tuple(members),
-            downlinks=_spread(total, cores, n),
-            uplinks=0,
-            ports=shape.spine_ports,
-        )
+    """Core switches plane by plane (one plane: the whole core), numbered on across planes;
+    a plane's spines link only to its own core switches."""
+    by_plane: list[list[tuple[str, int]]] = [[] for _ in range(shape.planes)]
+    for spine, plane in zip(spines, _spine_planes(shape), strict=True):
+        if spine.uplinks:
+            by_plane[plane].append((spine.name, spine.uplinks))
+    number = 0
+    for uplinks in by_plane:
+        total = sum(links for _, links in uplinks)
+        if not total:
+            continue
+        cores = math.ceil(total / shape.spine_ports)
+        for n, members in enumerate(_stripe(uplinks, cores)):
+            number += 1
+            yield TreeSwitch(
+                name=core_name(number),
+                tier="core",
+                island=None,
+                nodes=(),
+                switches=tuple(members),
+                downlinks=_spread(total, cores, n),
+                uplinks=0,
+                ports=shape.spine_ports,
+            )
 
 
 def iter_switch_tree(spec: Cluster, catalog: Catalog) -> Iterator[TreeSwitch]:

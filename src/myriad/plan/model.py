@@ -69,6 +69,9 @@ class Fabric:
     island_oversubscription: float
     ports_per_cage: int
     switch_kw: float
+    # Independent planes: rail j is in plane j mod planes; its leaves are numbered plane by
+    # plane (plane 0's rails first), and a plane's leaves link only to its own spines.
+    planes: int = 1
 
 
 @dataclass(frozen=True, slots=True)
