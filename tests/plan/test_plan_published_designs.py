@@ -12,6 +12,7 @@ import pytest
 
 from myriad.errors import MyriadError
 from myriad.plan import FabricError, fabric_limits, iter_placements, iter_switch_tree, plan_fabric
+from myriad.plan.cabling import iter_cables
 from myriad.plan.fabric import two_tier_capacity
 from myriad.plan.model import Fabric
 from myriad.plan.pipeline import plan_loaded
@@ -260,3 +261,42 @@ def test_planes_of_a_single_switch_are_refused() -> None:
     )
     with pytest.raises(FabricError, match="one switch per plane"):
         plan_fabric(loaded.spec, loaded.catalog)
+
+
+def test_two_hpn_pods_keep_each_plane_on_its_own_core() -> None:
+    # Two Pods of 1,920 hosts under a core, 15:1 (a figure chosen here, not HPN's): a plane
+    # of a Pod sends ceil(1,920 x 8 x 200 / 15 / 200) = 1,024 links up; a plane's core,
+    # ceil(2 x 1,024 / 256) = 8 switches; both planes: 16, numbered core001-core016.
+    text = (
+        (SPECS / HPN)
+        .read_text()
+        .replace("count: 1920", "count: 3840", 1)
+        .replace(
+            "planes: 2",
+            "planes: 2\n    island_nodes: 1920\n    inter_island_oversubscription: 15",
+            1,
+        )
+    )
+    loaded = load_spec_text(text, file=HPN)
+    fabric = _fabric(loaded)
+    assert fabric.spine_core_links == 4 * 1_024
+    assert fabric.core_switches == 16
+    tree = list(iter_switch_tree(loaded.spec, loaded.catalog))
+    core = [s for s in tree if s.tier == "core"]
+    assert len(core) == 16
+    # Spines 1-N of each island's plane 0 come first; plane 1's spines are the rest.
+    plane_of = {}
+    for island in fabric.islands:
+        for n in range(1, island.spines + 1):
+            plane_of[f"is{island.index:02d}-spine{n:03d}"] = 0 if n <= island.spines // 2 else 1
+    assert [{plane_of[name] for name in switch.switches} for switch in core] == [{0}] * 8 + [
+        {1}
+    ] * 8
+    # The cabling sheet wires the same core: every spine-core cable ends on a core of its
+    # spine's plane, and the totals are the plan's.
+    cables = list(iter_cables(loaded.spec, loaded.catalog, fabric))
+    up = [c for c in cables if c.tier == "spine-core"]
+    assert len(up) == fabric.spine_core_links
+    assert len(cables) == fabric.cables
+    members = {switch.name: set(switch.switches) for switch in core}
+    assert all(c.a_device in members[c.b_device] for c in up)
