@@ -112,7 +112,7 @@ def cases(draw: st.DrawFn, *, mixed: bool = True) -> Case:
         nodes=total - small_nodes,
         island_nodes=island_nodes,
         oversubscription=draw(st.sampled_from([1.0, 1.5, 2.0, 4.0])),
-        island_oversubscription=draw(st.sampled_from([1.0, 1.0, 2.0, 3.0])),
+        island_oversubscription=draw(st.sampled_from([1.0, 1.0, 2.0, 3.0, 0.5])),
         # Planes take a NIC's ports, so they need rails of their own and dual-port NICs.
         planes=draw(st.sampled_from([1, 2])) if kind == "rail-optimized" and ports == 2 else 1,
     )
@@ -137,8 +137,11 @@ def test_every_endpoint_has_its_own_leaf_port(case: Case) -> None:
     assert len(placements) == fabric.endpoints
     ports = [(p.leaf, p.port) for _, _, p in placements]
     assert len(set(ports)) == len(ports)
-    # Under spines a leaf keeps k/2 ports for uplinks; a lone switch uses all k.
-    downlink_ports = fabric.radix if fabric.tiers == 1 else fabric.radix // 2
+    # Under spines a leaf keeps k/2 ports for uplinks (more below a ratio of 1); a lone
+    # switch uses all k.
+    downlink_ports = fabric.leaf_downlinks
+    if fabric.tiers == 1:
+        assert downlink_ports == fabric.radix
     assert max(Counter(leaf for leaf, _ in ports).values()) <= downlink_ports
     assert all(1 <= port <= downlink_ports for _, port in ports)
     hosts = list(dict.fromkeys(host for host, _, _ in placements))
@@ -150,7 +153,7 @@ def test_every_endpoint_has_its_own_leaf_port(case: Case) -> None:
         if fabric.kind == "rail-optimized" and fabric.tiers > 1:
             # A rail's leaves hold that rail only.
             rail_of_leaf = (int(placement.leaf[-3:]) - 1) // (
-                -(-fabric.islands[placement.island].nodes // (fabric.radix // 2))
+                -(-fabric.islands[placement.island].nodes // fabric.leaf_downlinks)
             )
             assert rail_of_leaf == rail_position(nic, fabric.rails, fabric.planes)
 
@@ -188,9 +191,10 @@ def test_each_island_is_non_blocking_and_the_tree_matches_the_counts(case: Case)
     assert sum(leaf.downlinks for leaf in leaves) == fabric.node_links == fabric.endpoints
     if fabric.tiers > 1:
         # Uplinks carry the leaf's endpoints over the island's oversubscription, never more
-        # than the k/2 ports above the downlinks.
-        half = fabric.radix // 2
-        assert all(leaf.downlinks <= half and leaf.uplinks <= half for leaf in leaves)
+        # than the ports above the downlinks (k/2 at a ratio of 1 or more).
+        down = fabric.leaf_downlinks
+        up = fabric.radix // 2 if fabric.island_oversubscription >= 1 else fabric.radix - down
+        assert all(leaf.downlinks <= down and leaf.uplinks <= up for leaf in leaves)
         ratio = fabric.island_oversubscription
         assert all(leaf.uplinks >= -(-leaf.downlinks // ratio) for leaf in leaves)
     assert sum(leaf.uplinks for leaf in leaves) == fabric.leaf_spine_links
@@ -244,7 +248,7 @@ def _plane(fabric: Fabric, island: int, leaf: str) -> int:
     """The plane of leaf `leaf` of `island`: leaves are numbered rail by rail, plane by plane."""
     if fabric.planes == 1:
         return 0
-    per_rail = -(-fabric.islands[island].nodes // (fabric.radix // 2))
+    per_rail = -(-fabric.islands[island].nodes // fabric.leaf_downlinks)
     position = (int(leaf[-3:]) - 1) // per_rail
     return position // (fabric.rails // fabric.planes)
 

@@ -97,7 +97,7 @@ def core_name(number: int) -> str:
     return CORE_NAME.format(number=number)
 
 
-def two_tier_capacity(radix: int, spine_ports: int) -> int:
+def two_tier_capacity(radix: int, spine_ports: int, downlinks: int | None = None) -> int:
     """Endpoints of a non-blocking two-tier island of `radix`-port leaves under spines of
     `spine_ports` ports: k/2 spines (a leaf's k/2 uplinks reach each once), each spine
     linking one leaf per port, k/2 endpoints per leaf: k/2 x spine ports (REFERENCE.md's
@@ -105,9 +105,10 @@ def two_tier_capacity(radix: int, spine_ports: int) -> int:
 
     A modular chassis spine (576 ports under 32-port top-of-rack leaves) holds far more
     than k²/2; a spine smaller than the leaf is counted as k²/2 and its shortfall left to
-    the mesh limit (`fabric_limits`), as before chassis spines were planned.
+    the mesh limit (`fabric_limits`), as before chassis spines were planned. A leaf that
+    keeps `downlinks` ports for endpoints (fewer than k/2 under more uplinks) holds that many.
     """
-    return radix // 2 * max(radix, spine_ports)
+    return (radix // 2 if downlinks is None else downlinks) * max(radix, spine_ports)
 
 
 def three_tier_endpoints(radix: int) -> int:
@@ -191,6 +192,10 @@ class _Shape:
     oversubscription: float
     island_oversubscription: float
     planes: int = 1
+    # Ports of a leaf under spines: `down` to endpoints, at most `up` to spines. k/2 each
+    # at an island oversubscription of 1 or more; below 1, more up than down.
+    down: int = 0
+    up: int = 0
 
     @property
     def half(self) -> int:
@@ -208,10 +213,12 @@ class _Shape:
         return min(self.island_nodes, self.nodes - island * self.island_nodes)
 
 
-def _mode(radix: int, spine_ports: int, rails: int, island_nodes: int, islands: int) -> Mode:
+def _mode(
+    radix: int, spine_ports: int, down: int, rails: int, island_nodes: int, islands: int
+) -> Mode:
     """The shape by endpoint count (REFERENCE.md); `_shape` refines it by switch ports."""
     endpoints = island_nodes * rails
-    two_tier = two_tier_capacity(radix, spine_ports)
+    two_tier = two_tier_capacity(radix, spine_ports, down)
     most = max(three_tier_endpoints(radix), two_tier)
     if endpoints > most:
         remedy = (
@@ -260,8 +267,12 @@ def _shape(spec: Cluster, catalog: Catalog, runs: Sequence[_Run]) -> _Shape:
     islands = math.ceil(nodes / island_nodes)
     planes = topology.planes
     _check_planes(spec, catalog, planes)
+    # A lone switch has no uplinks to split its ports with.
+    lone = islands == 1 and island_nodes * (rails // planes) <= leaf.ports
+    half = leaf.ports // 2
+    down, up = (half, half) if lone else _leaf_split(leaf.ports, topology.island_oversubscription)
     # Planes are independent fabrics: each is shaped by its own share of the rails.
-    mode = _mode(leaf.ports, spine.ports, rails // planes, island_nodes, islands)
+    mode = _mode(leaf.ports, spine.ports, down, rails // planes, island_nodes, islands)
     if mode != "single" and (leaf.ports < 2 or spine.ports < 2):
         raise FabricError("switches of fewer than 2 ports cannot be linked into tiers")
     if planes > 1 and mode in ("single", "pods"):
@@ -289,7 +300,28 @@ def _shape(spec: Cluster, catalog: Catalog, runs: Sequence[_Run]) -> _Shape:
         oversubscription=topology.inter_island_oversubscription,
         island_oversubscription=topology.island_oversubscription,
         planes=planes,
+        down=down,
+        up=up,
     )
+
+
+def _leaf_split(radix: int, ratio: float) -> tuple[int, int]:
+    """(ports down to endpoints, most ports up to spines) of a leaf under spines.
+
+    At a ratio of 1 or more, k/2 each (the uplinks a leaf uses follow its endpoints). Below
+    1 a leaf has more uplinks than downlinks: d down and ceil(d / ratio) up must fit in k,
+    so d = floor(k x ratio / (1 + ratio)), the rest up (Meta's RTSW, under-subscribed).
+    """
+    if ratio >= 1:
+        return radix // 2, radix // 2
+    down = math.floor(radix * ratio / (1 + ratio))
+    if down < 1:
+        raise FabricError(
+            f"network.topology.island_oversubscription {ratio:g} leaves a {radix}-port leaf "
+            "no port for endpoints once its uplinks are taken: use a ratio nearer 1 or a "
+            "switch with more ports"
+        )
+    return down, radix - down
 
 
 def _check_planes(spec: Cluster, catalog: Catalog, planes: int) -> None:
@@ -321,8 +353,9 @@ def _rail_at(position: int, rails: int, planes: int) -> int:
 
 
 def _meshed(shape: _Shape, nodes: int) -> bool:
-    """A leaf's k/2 uplinks reach every spine of its group only if there are at most k/2."""
-    return all(group.spines <= shape.half for group in _island_groups(shape, nodes))
+    """A leaf's uplinks (k/2) reach every spine of its group only if there are at most as
+    many spines."""
+    return all(group.spines <= shape.up for group in _island_groups(shape, nodes))
 
 
 def _largest_meshed_island(shape: _Shape) -> int:
@@ -355,7 +388,7 @@ def _mesh_limit(shape: _Shape) -> FabricLimit | None:
     """
     groups = _island_groups(shape, shape.island_nodes)
     needed = max((group.spines for group in groups), default=0)
-    if needed <= shape.half:
+    if needed <= shape.up:
         return None
     most = _largest_meshed_island(shape)
     group = (
@@ -369,12 +402,12 @@ def _mesh_limit(shape: _Shape) -> FabricLimit | None:
         what="spines-per-group",
         message=(
             f"{group} needs {needed} spines for its leaf and core links, but a leaf's "
-            f"{shape.half} uplinks reach only {shape.half}: some leaves share no spine, so "
+            f"{shape.up} uplinks reach only {shape.up}: some leaves share no spine, so "
             "traffic between them is not non-blocking"
         ),
         suggestion=_mesh_suggestion(shape, most),
         needed=needed,
-        available=shape.half,
+        available=shape.up,
     )
 
 
@@ -439,8 +472,8 @@ def _island_leaves(shape: _Shape, nodes: int) -> int:
     if shape.mode == "single":
         return 1
     if shape.kind == "fat-tree":
-        return math.ceil(nodes * shape.rails / shape.half)
-    return shape.rails * math.ceil(nodes / shape.half)
+        return math.ceil(nodes * shape.rails / shape.down)
+    return shape.rails * math.ceil(nodes / shape.down)
 
 
 @dataclass(frozen=True, slots=True)
@@ -465,20 +498,20 @@ def _island_core_links(shape: _Shape, nodes: int) -> int:
 def leaf_downlinks(shape: _Shape, nodes: int, leaf: int) -> int:
     """Endpoint slots on leaf `leaf` (from 0) of an island of `nodes` nodes."""
     if shape.kind == "fat-tree":
-        return min(shape.half, nodes * shape.rails - leaf * shape.half)
-    block = leaf % math.ceil(nodes / shape.half)
-    return min(shape.half, nodes - block * shape.half)
+        return min(shape.down, nodes * shape.rails - leaf * shape.down)
+    block = leaf % math.ceil(nodes / shape.down)
+    return min(shape.down, nodes - block * shape.down)
 
 
 def _downlink_counts(shape: _Shape, nodes: int, first: int, leaves: int) -> Counter[int]:
     """How many of leaves first..first+leaves-1 carry each number of endpoint slots."""
-    if shape.kind == "fat-tree" or leaves <= 2 * shape.half:
+    if shape.kind == "fat-tree" or leaves <= 2 * shape.down:
         return Counter(leaf_downlinks(shape, nodes, leaf) for leaf in range(first, first + leaves))
     # Whole rails (an island's, or a plane's): per rail, full leaves and perhaps one
     # part-filled.
-    rails = leaves // math.ceil(nodes / shape.half)
-    full, rest = divmod(nodes, shape.half)
-    counts = Counter({shape.half: full * rails})
+    rails = leaves // math.ceil(nodes / shape.down)
+    full, rest = divmod(nodes, shape.down)
+    counts = Counter({shape.down: full * rails})
     if rest:
         counts[rest] += rails
     return counts
@@ -486,9 +519,10 @@ def _downlink_counts(shape: _Shape, nodes: int, first: int, leaves: int) -> Coun
 
 def leaf_uplinks(shape: _Shape, downlinks: int, spines: int) -> int:
     """Uplinks of a leaf: its endpoints over the island oversubscription, at least one
-    to each spine of its group, at most k/2 (the ports above the downlinks)."""
+    to each spine of its group, at most the ports above the downlinks (k/2 at a ratio of
+    1 or more)."""
     wanted = math.ceil(downlinks / shape.island_oversubscription)
-    return min(shape.half, max(wanted, spines))
+    return min(shape.up, max(wanted, spines))
 
 
 def _meshed_group(
@@ -580,8 +614,11 @@ def plan_fabric(spec: Cluster, catalog: Catalog) -> Fabric | None:
     cables = endpoints + leaf_spine_links + core_links
     slot_gbps = shape.rails * shape.speed_gbps
     inside = shape.island_oversubscription if shape.mode != "single" else 1.0
-    island_bisection = shape.island_nodes * slot_gbps / 2 / inside
-    cluster_oversubscription = inside * (shape.oversubscription if shape.islands > 1 else 1.0)
+    # More uplinks than downlinks (a ratio below 1) adds no bisection past the endpoints'.
+    island_bisection = shape.island_nodes * slot_gbps / 2 / max(inside, 1.0)
+    cluster_oversubscription = max(inside, 1.0) * (
+        shape.oversubscription if shape.islands > 1 else 1.0
+    )
     leaf_cage, spine_cage = leaf.ports_per_cage, spine.ports_per_cage
     # Node ends: one per NIC port. Switch ends: one per cage, by tier and direction.
     transceivers = (
@@ -613,6 +650,7 @@ def plan_fabric(spec: Cluster, catalog: Catalog) -> Fabric | None:
         cables=cables,
         transceivers=transceivers,
         ports_per_cage=leaf_cage,
+        leaf_downlinks=shape.down if shape.mode != "single" else shape.radix,
         planes=shape.planes,
         injection_gbps_per_node=float(max(run.endpoints * run.speed_gbps for run in runs)),
         island_bisection_gbps=island_bisection,
@@ -639,7 +677,7 @@ def leaf_placement(fabric: Fabric, node_index: int, nic_index: int) -> LeafPlace
     local = node_index - island * fabric.island_nodes
     if node_index < 0 or island >= len(fabric.islands) or local >= fabric.islands[island].nodes:
         raise IndexError(f"compute node {node_index} is not in the fabric")
-    half = fabric.radix // 2
+    half = fabric.leaf_downlinks
     if fabric.tiers == 1:
         leaf, port = 0, local * fabric.rails + nic_index
     elif fabric.kind == "fat-tree":
@@ -672,7 +710,7 @@ class RailLeaves:
         """(the rail's leaf, the node's slot on it) of compute node `node_index`'s port `rail`;
         the same leaf as leaf_placement names."""
         fabric = self.fabric
-        half = fabric.radix // 2
+        half = fabric.leaf_downlinks
         island, local = divmod(node_index, fabric.island_nodes)
         if fabric.kind == "rail-optimized":
             block, slot = divmod(local, half)
@@ -687,7 +725,7 @@ def rail_leaves(fabric: Fabric) -> RailLeaves | None:
     """The leaves of each rail, or None where every rail is on one leaf (nothing to route)."""
     if fabric.tiers == 1:
         return None
-    half = fabric.radix // 2
+    half = fabric.leaf_downlinks
     if fabric.kind == "rail-optimized":
         per_rail = sum(math.ceil(island.nodes / half) for island in fabric.islands)
         hosts = min(half, fabric.island_nodes)
@@ -783,14 +821,14 @@ def _leaf_members(
         members = list(_iter_nodes(runs, first, first + nodes))
         return tuple(h for h, _ in members), sum(e for _, e in members)
     if shape.kind == "rail-optimized":
-        per_rail = math.ceil(nodes / shape.half)
+        per_rail = math.ceil(nodes / shape.down)
         position, block = divmod(leaf, per_rail)
         rail = _rail_at(position, shape.rails, shape.planes)
-        start = first + block * shape.half
-        stop = min(start + shape.half, first + nodes)
+        start = first + block * shape.down
+        stop = min(start + shape.down, first + nodes)
         on_rail = tuple(h for h, e in _iter_nodes(runs, start, stop) if e > rail)
         return on_rail, len(on_rail)
-    slots = range(leaf * shape.half, min((leaf + 1) * shape.half, nodes * shape.rails))
+    slots = range(leaf * shape.down, min((leaf + 1) * shape.down, nodes * shape.rails))
     start, stop = first + slots.start // shape.rails, first + (slots.stop - 1) // shape.rails + 1
     hosts: list[str] = []
     plugged = 0

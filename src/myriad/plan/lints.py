@@ -347,7 +347,7 @@ def fabric_fit(loaded: LoadedSpec, plan: Plan) -> Iterator[Finding]:
     topology_path: Path = ("network", "topology")
     k = fabric.radix
     spine_ports = loaded.catalog.switches[fabric.spine_model].ports
-    two_tier = two_tier_capacity(k, spine_ports)
+    two_tier = two_tier_capacity(k, spine_ports, fabric.leaf_downlinks)
     island_endpoints = fabric.island_nodes * fabric.rails
     if len(fabric.islands) == 1 and island_endpoints > two_tier:
         switches = (

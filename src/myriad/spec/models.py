@@ -530,9 +530,11 @@ class Topology(_Model):
     )
     island_oversubscription: float = Field(
         default=1.0,
-        ge=1.0,
+        ge=0.25,
         le=16.0,
-        description="Endpoints per leaf uplink inside an island (1: non-blocking)",
+        description="Endpoints per leaf uplink inside an island (1: non-blocking; below 1: "
+        "more uplinks than downlinks, the leaf keeping fewer ports for endpoints, as Meta "
+        "under-subscribes its rack switches)",
     )
     planes: int = Field(
         default=1,
