@@ -65,7 +65,8 @@ def test_meta_24k_figures_the_sources_do_not_publish() -> None:
     are Myriad's port arithmetic on the published shape, not Meta's numbers."""
     fabric = _fabric(load_fixture(META))
     # RTSW uplinks: 16 each (non-blocking), 1,536 x 16 = 24,576 RTSW-CTSW links (Meta
-    # under-subscribes these (SIGCOMM '24); Myriad plans uplink ratios >= 1 only).
+    # under-subscribes these (SIGCOMM '24) by a ratio the sources read here do not give, so the
+    # spec keeps 1:1; island_oversubscription below 1 would say it).
     assert fabric.leaf_spine_links == 24_576
     # A pod's share of the aggregation layer: ceil(3,072 x 400 / 7 / 400) = ceil(438.9) = 439
     # links; 8 pods: 3,512.
