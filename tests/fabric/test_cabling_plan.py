@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 STARTER = ROOT / "inventories" / "starter-64" / "cluster.yaml"
 FAT_TREE = ROOT / "tests" / "fabric" / "fat-tree-512.yaml"
 ROCE_RAILS = ROOT / "tests" / "fabric" / "roce-rails-32.yaml"
+ROCE_PLANES = ROOT / "tests" / "fabric" / "roce-planes-48.yaml"
 
 
 def _cables(path: Path) -> tuple[list, object]:
@@ -67,6 +68,9 @@ def test_fat_tree_512_counts_and_ports_by_hand() -> None:
     [
         STARTER,
         FAT_TREE,
+        ROCE_PLANES,
+        ROOT / "tests" / "plan" / "specs" / "meta-24k-roce.yaml",
+        ROOT / "tests" / "plan" / "specs" / "alibaba-hpn-pod.yaml",
         ROOT / "inventories" / "roce-10k" / "cluster.yaml",
         ROOT / "inventories" / "h100-100k" / "cluster.yaml",
     ],
@@ -91,7 +95,8 @@ def test_totals_agree_with_the_plan_and_every_port_is_used_once(path: Path) -> N
         limit = leaf_ports if c.tier == "node-leaf" else spine_ports
         assert 1 <= c.b_port <= limit, c
         if c.tier == "leaf-spine":
-            assert leaf_ports // 2 < c.a_port <= leaf_ports, c
+            # Uplinks take the ports above the leaf's downlinks (k/2 unless a ratio below 1).
+            assert fabric.leaf_downlinks < c.a_port <= leaf_ports, c
         if c.tier == "spine-core":
             assert 1 <= c.a_port <= spine_ports, c
     assert max(ends.values()) == 1

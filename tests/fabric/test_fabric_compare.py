@@ -393,3 +393,22 @@ def test_the_report_fails_per_finding_and_exits_1() -> None:
         speed_cap="HDR",
     )
     assert fabric_report(clean, "starter-64", "cluster.yaml").ok
+
+
+ROCE_PLANES = ROOT / "tests" / "fabric" / "roce-planes-48.yaml"
+
+
+def test_faults_on_a_dual_plane_under_subscribed_fabric_are_found() -> None:
+    # Two planes, leaves with more uplinks than downlinks, a core per plane: the check
+    # compares cables, so a swap of two uplinks of one leaf and a missing core link are
+    # named as on any fabric.
+    cables, _ = planned(ROCE_PLANES)
+    links = links_from_cables(cables)
+    uplinks = [n for n, c in enumerate(cables) if c.tier == "leaf-spine"]
+    core = next(n for n, c in enumerate(cables) if c.tier == "spine-core")
+    first, second = uplinks[0], uplinks[5]
+    result = compare_fabric(
+        cables, discovered_without_sim(remove(swap(links, first, second), core))
+    )
+    kinds = sorted((f.kind, f.cables) for f in result.findings)
+    assert kinds == [("missing-link", (core + 1,)), ("swapped", (first + 1, second + 1))]

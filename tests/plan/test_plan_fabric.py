@@ -22,7 +22,14 @@ from myriad.plan.model import Fabric, Island, LeafPlacement
 from myriad.plan.pipeline import plan_loaded
 from myriad.spec import LoadedSpec
 
-from spec_builder import cluster, gpu_profile, load_example, load_fixture
+from spec_builder import (
+    cluster,
+    gpu_profile,
+    load_example,
+    load_fixture,
+    made_up_nic,
+    made_up_switch,
+)
 
 
 def _fabric(loaded: LoadedSpec) -> Fabric:
@@ -398,3 +405,64 @@ def test_inter_island_oversubscription_with_one_island_is_a_finding() -> None:
     [finding] = [f for f in findings if f.id == "oversubscription-unused"]
     assert finding.path == ("network", "topology", "inter_island_oversubscription")
     assert "9 compute nodes are one island" in finding.message
+
+
+# --- more uplinks than downlinks: an island oversubscription below 1 ------------------------
+
+
+def _undersubscribed(ratio: float, radix: int = 24) -> LoadedSpec:
+    return cluster(
+        nodes=8,
+        profile=gpu_profile(gpu=None, nic="TEST-NIC", nics=4),
+        topology={"kind": "fat-tree", "switch": "TEST-LEAF", "island_oversubscription": ratio},
+        catalog={
+            "switches": {"TEST-LEAF": made_up_switch(radix)},
+            "nics": {"TEST-NIC": made_up_nic()},
+        },
+    )
+
+
+def test_an_island_ratio_below_one_gives_leaves_more_uplinks_than_downlinks() -> None:
+    loaded = _undersubscribed(0.5)
+    fabric = _fabric(loaded)
+    # 24-port leaves at 0.5: d down and ceil(d / 0.5) = 2d up fit in 24, d = floor(24 x 0.5
+    # / 1.5) = 8 down, 16 up. 8 nodes x 4 ports = 32 endpoints: 4 leaves of 8.
+    assert fabric.leaf_downlinks == 8
+    assert fabric.leaves == 4
+    # Each leaf: ceil(8 / 0.5) = 16 uplinks, 64 in all; spines ceil(64 / 24) = 3.
+    assert fabric.leaf_spine_links == 64
+    assert fabric.spines == 3
+    # Extra uplinks add no bisection past the endpoints': 32 x 400 / 2 = 6,400 Gb/s.
+    assert fabric.island_bisection_gbps == 6_400
+    assert fabric.bisection_gbps == 6_400
+    # Node 2's first port is slot 8: the second leaf's first port.
+    assert leaf_placement(fabric, 2, 0) == LeafPlacement(0, "is00-leaf002", 1, 0)
+    tree = list(iter_switch_tree(loaded.spec, loaded.catalog))
+    leaves = [s for s in tree if s.tier == "leaf"]
+    assert [(s.downlinks, s.uplinks) for s in leaves] == [(8, 16)] * 4
+    assert all(s.downlinks + s.uplinks <= s.ports for s in tree)
+
+
+def test_a_ratio_that_leaves_no_port_for_endpoints_is_refused() -> None:
+    # A 4-port leaf at 0.25: floor(4 x 0.25 / 1.25) = 0 ports down.
+    loaded = _undersubscribed(0.25, radix=4)
+    result = plan_loaded(loaded)
+    assert result.plan is None
+    [finding] = result.findings
+    assert (finding.id, finding.path) == ("fabric-shape", ("network", "topology"))
+    assert "island_oversubscription 0.25 leaves a 4-port leaf no port" in finding.message
+
+
+def test_a_lone_switch_ignores_a_ratio_below_one() -> None:
+    # 1 node x 4 ports on one 4-port switch: no uplinks, so 0.25 takes no port from it.
+    loaded = cluster(
+        nodes=1,
+        profile=gpu_profile(gpu=None, nic="TEST-NIC", nics=4),
+        topology={"kind": "fat-tree", "switch": "TEST-LEAF", "island_oversubscription": 0.25},
+        catalog={
+            "switches": {"TEST-LEAF": made_up_switch(4)},
+            "nics": {"TEST-NIC": made_up_nic()},
+        },
+    )
+    fabric = _fabric(loaded)
+    assert (fabric.tiers, fabric.leaves, fabric.leaf_downlinks) == (1, 1, 4)

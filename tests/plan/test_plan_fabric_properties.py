@@ -23,7 +23,7 @@ from myriad.plan import (
     iter_switch_tree,
     plan_fabric,
 )
-from myriad.plan.fabric import three_tier_endpoints, two_tier_endpoints
+from myriad.plan.fabric import rail_position, three_tier_endpoints, two_tier_capacity
 from myriad.plan.model import Fabric
 from myriad.spec import LoadedSpec
 
@@ -46,6 +46,7 @@ class Case:
     island_nodes: int | None
     oversubscription: float
     island_oversubscription: float = 1.0
+    planes: int = 1
 
     @property
     def rails(self) -> int:
@@ -71,6 +72,7 @@ class Case:
             "spine_switch": "TEST-SPINE",
             "inter_island_oversubscription": self.oversubscription,
             "island_oversubscription": self.island_oversubscription,
+            "planes": self.planes,
         }
         if self.island_nodes is not None:
             topology["island_nodes"] = self.island_nodes
@@ -91,13 +93,16 @@ def cases(draw: st.DrawFn, *, mixed: bool = True) -> Case:
     nics = draw(st.integers(1, 8))
     ports = draw(st.integers(1, 2))
     rails = nics * ports
-    most_nodes = min(MAX_NODES, three_tier_endpoints(radix) // rails)
+    # A spine of more ports than the leaf (a chassis) holds a larger two-tier island.
+    two_tier = two_tier_capacity(radix, spine_radix)
+    most_nodes = min(MAX_NODES, max(three_tier_endpoints(radix), two_tier) // rails)
     total = draw(st.integers(1, most_nodes))
     small_nodes = draw(st.integers(0, total - 1)) if mixed and total > 1 else 0
-    most_per_island = two_tier_endpoints(radix) // rails
+    most_per_island = two_tier // rails
     island_nodes = draw(st.none() | st.integers(1, most_per_island)) if most_per_island else None
+    kind = draw(st.sampled_from(["fat-tree", "rail-optimized"]))
     return Case(
-        kind=draw(st.sampled_from(["fat-tree", "rail-optimized"])),
+        kind=kind,
         radix=radix,
         spine_radix=spine_radix,
         nics=nics,
@@ -107,7 +112,9 @@ def cases(draw: st.DrawFn, *, mixed: bool = True) -> Case:
         nodes=total - small_nodes,
         island_nodes=island_nodes,
         oversubscription=draw(st.sampled_from([1.0, 1.5, 2.0, 4.0])),
-        island_oversubscription=draw(st.sampled_from([1.0, 1.0, 2.0, 3.0])),
+        island_oversubscription=draw(st.sampled_from([1.0, 1.0, 2.0, 3.0, 0.5])),
+        # Planes take a NIC's ports, so they need rails of their own and dual-port NICs.
+        planes=draw(st.sampled_from([1, 2])) if kind == "rail-optimized" and ports == 2 else 1,
     )
 
 
@@ -130,8 +137,11 @@ def test_every_endpoint_has_its_own_leaf_port(case: Case) -> None:
     assert len(placements) == fabric.endpoints
     ports = [(p.leaf, p.port) for _, _, p in placements]
     assert len(set(ports)) == len(ports)
-    # Under spines a leaf keeps k/2 ports for uplinks; a lone switch uses all k.
-    downlink_ports = fabric.radix if fabric.tiers == 1 else fabric.radix // 2
+    # Under spines a leaf keeps k/2 ports for uplinks (more below a ratio of 1); a lone
+    # switch uses all k.
+    downlink_ports = fabric.leaf_downlinks
+    if fabric.tiers == 1:
+        assert downlink_ports == fabric.radix
     assert max(Counter(leaf for leaf, _ in ports).values()) <= downlink_ports
     assert all(1 <= port <= downlink_ports for _, port in ports)
     hosts = list(dict.fromkeys(host for host, _, _ in placements))
@@ -143,9 +153,9 @@ def test_every_endpoint_has_its_own_leaf_port(case: Case) -> None:
         if fabric.kind == "rail-optimized" and fabric.tiers > 1:
             # A rail's leaves hold that rail only.
             rail_of_leaf = (int(placement.leaf[-3:]) - 1) // (
-                -(-fabric.islands[placement.island].nodes // (fabric.radix // 2))
+                -(-fabric.islands[placement.island].nodes // fabric.leaf_downlinks)
             )
-            assert rail_of_leaf == nic
+            assert rail_of_leaf == rail_position(nic, fabric.rails, fabric.planes)
 
 
 @settings(max_examples=80, deadline=None)
@@ -181,9 +191,10 @@ def test_each_island_is_non_blocking_and_the_tree_matches_the_counts(case: Case)
     assert sum(leaf.downlinks for leaf in leaves) == fabric.node_links == fabric.endpoints
     if fabric.tiers > 1:
         # Uplinks carry the leaf's endpoints over the island's oversubscription, never more
-        # than the k/2 ports above the downlinks.
-        half = fabric.radix // 2
-        assert all(leaf.downlinks <= half and leaf.uplinks <= half for leaf in leaves)
+        # than the ports above the downlinks (k/2 at a ratio of 1 or more).
+        down = fabric.leaf_downlinks
+        up = fabric.radix // 2 if fabric.island_oversubscription >= 1 else fabric.radix - down
+        assert all(leaf.downlinks <= down and leaf.uplinks <= up for leaf in leaves)
         ratio = fabric.island_oversubscription
         assert all(leaf.uplinks >= -(-leaf.downlinks // ratio) for leaf in leaves)
     assert sum(leaf.uplinks for leaf in leaves) == fabric.leaf_spine_links
@@ -228,7 +239,18 @@ def _assert_meshed(
     tops = set(group_of_spine.values()) if core else set()
     for first in tops:
         for second in tops:
-            assert any(first in r and second in r for r in reached), (first, second)
+            # Planes are independent: only groups of one plane need a core in common.
+            if _plane(fabric, *first) == _plane(fabric, *second):
+                assert any(first in r and second in r for r in reached), (first, second)
+
+
+def _plane(fabric: Fabric, island: int, leaf: str) -> int:
+    """The plane of leaf `leaf` of `island`: leaves are numbered rail by rail, plane by plane."""
+    if fabric.planes == 1:
+        return 0
+    per_rail = -(-fabric.islands[island].nodes // fabric.leaf_downlinks)
+    position = (int(leaf[-3:]) - 1) // per_rail
+    return position // (fabric.rails // fabric.planes)
 
 
 SIZES = (
@@ -250,16 +272,20 @@ def test_switches_and_cables_never_decrease_as_nodes_grow(case: Case, more: int)
     limit = (
         MAX_NODES
         if case.island_nodes is not None
-        else (three_tier_endpoints(case.radix) // case.rails)
+        else (
+            max(three_tier_endpoints(case.radix), two_tier_capacity(case.radix, case.spine_radix))
+            // case.rails
+        )
     )
     bigger = case.with_nodes(min(case.nodes + more, max(limit, case.nodes)))
     loaded = case.load()
+    small = _fabric(loaded)
     if fabric_limits(loaded.spec, loaded.catalog):
         # A shape past its mesh limit (more spines than a leaf has uplinks) is counted for a
         # budget only; its part-filled leaves take an uplink per spine, so regrouping into
         # pods can use fewer links. Growth is monotonic for the shapes the plan accepts.
         reject()
-    small, large = _fabric(loaded), _fabric(bigger.load())
+    large = _fabric(bigger.load())
     for field in SIZES:
         assert getattr(small, field) <= getattr(large, field), field
     small_switches = small.leaves + small.spines + small.core_switches

@@ -29,6 +29,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 from myriad.plan.fabric import (
+    _group_planes,
     _group_spines,
     _island_groups,
     _runs,
@@ -144,7 +145,7 @@ def _leaf_spine_cables(shape: _Shape, speed: int) -> Iterator[tuple[Cable, str, 
                             cable=0,
                             tier="leaf-spine",
                             a_device=leaf_name(island, leaf + 1),
-                            a_port=shape.half + t + 1,
+                            a_port=shape.down + t + 1,
                             a_hca="",
                             b_device=spine_name(island, group.first_spine + spine + 1),
                             b_port=port,
@@ -158,40 +159,44 @@ def _leaf_spine_cables(shape: _Shape, speed: int) -> Iterator[tuple[Cable, str, 
 
 
 def _spine_core_cables(shape: _Shape, taken: dict[str, int], speed: int) -> Iterator[Cable]:
-    """Each spine's core links on the ports after its leaf links, striped over the cores."""
-    spines: list[tuple[str, int, int]] = []
-    total = 0
+    """Each spine's core links on the ports after its leaf links, striped over the cores of
+    its plane (one plane: the whole core), core switches numbered on across planes."""
+    by_plane: list[list[tuple[str, int, int]]] = [[] for _ in range(shape.planes)]
     for island in range(shape.islands):
-        for group in _island_groups(shape, shape.island_size(island)):
+        groups = _island_groups(shape, shape.island_size(island))
+        for plane, group in _group_planes(shape, groups):
             for n in range(group.spines):
                 links = _spread(group.core_links, group.spines, n, from_end=True)
                 if links:
                     name = spine_name(island, group.first_spine + n + 1)
-                    spines.append((name, island, links))
-                    total += links
-    if not total:
-        return
-    cores = -(-total // shape.spine_ports)
-    next_port = [1] * cores
-    g = 0
-    for name, island, links in spines:
-        first = taken.get(name, 0) + 1
-        for t in range(links):
-            core = g % cores
-            yield Cable(
-                cable=0,
-                tier="spine-core",
-                a_device=name,
-                a_port=first + t,
-                a_hca="",
-                b_device=core_name(core + 1),
-                b_port=next_port[core],
-                rail=None,
-                island=island,
-                speed_gbps=speed,
-            )
-            next_port[core] += 1
-            g += 1
+                    by_plane[plane].append((name, island, links))
+    numbered = 0
+    for spines in by_plane:
+        total = sum(links for _, _, links in spines)
+        if not total:
+            continue
+        cores = -(-total // shape.spine_ports)
+        next_port = [1] * cores
+        g = 0
+        for name, island, links in spines:
+            first = taken.get(name, 0) + 1
+            for t in range(links):
+                core = g % cores
+                yield Cable(
+                    cable=0,
+                    tier="spine-core",
+                    a_device=name,
+                    a_port=first + t,
+                    a_hca="",
+                    b_device=core_name(numbered + core + 1),
+                    b_port=next_port[core],
+                    rail=None,
+                    island=island,
+                    speed_gbps=speed,
+                )
+                next_port[core] += 1
+                g += 1
+        numbered += cores
 
 
 def iter_cables(spec: Cluster, catalog: Catalog, fabric: Fabric) -> Iterator[Cable]:

@@ -14,11 +14,13 @@ Shape of the fabric (REFERENCE.md "Fabric arithmetic", k = leaf ports):
 
 - one island that fits one switch: that switch alone (one tier);
 - one island of at most k²/2 endpoints: leaves with k/2 down- and k/2 up-links under
-  spines (two tiers, non-blocking);
+  spines (two tiers, non-blocking); under spines of s > k ports (a modular chassis such
+  as a 576-port spine over 32-port top-of-rack leaves) at most k/2 x s endpoints, since
+  each of the k/2 spines a leaf reaches links s leaves (`two_tier_capacity`);
 - more islands: each island two-tier as above, its spines also linked to a shared core
   whose links carry the island's endpoint bandwidth divided by the inter-island
   oversubscription (three tiers);
-- one island beyond k²/2 (at most k³/4) endpoints: pods of k/2 leaves, each pod's spines
+- one island beyond that (at most k³/4) endpoints: pods of k/2 leaves, each pod's spines
   linked non-blocking to a core (three tiers).
 
 A leaf under spines has one uplink per `island_oversubscription` endpoints plugged into
@@ -39,8 +41,15 @@ rules keep every island non-blocking and every island reachable:
 
 Where islands break these rules the plan still counts the fabric by ports (the figures
 stay useful for a budget) and `fabric_limits` says what falls short, for the lints to
-report. Shapes the arithmetic has no answer for (an island beyond k³/4 endpoints,
-several islands beyond k²/2) raise FabricError.
+report. Shapes the arithmetic has no answer for (an island beyond both k³/4 and the
+two-tier capacity, several islands beyond the two-tier capacity) raise FabricError.
+
+Planes (`topology.planes`, rail-optimized only; Alibaba HPN's dual-plane design) split
+the rails: NIC port j goes to plane j mod planes, so a dual-port NIC's two ports reach two
+leaves in two planes. Each plane is shaped as its own fabric of rails/planes rails: its
+leaves (numbered plane by plane) link only to its own spines, and its spines to a core of
+its own, so a plane reaches two tiers with planes times the nodes one plane would. A plane
+that fits one switch, or needs pods, is refused.
 
 Each link is one cable with optics at both ends, the conservative figure: short in-rack
 links often use copper, which needs none. A node's end takes one transceiver per NIC
@@ -88,9 +97,18 @@ def core_name(number: int) -> str:
     return CORE_NAME.format(number=number)
 
 
-def two_tier_endpoints(radix: int) -> int:
-    """REFERENCE.md: a non-blocking two-tier fat-tree of k-port switches: k²/2 endpoints."""
-    return radix**2 // 2
+def two_tier_capacity(radix: int, spine_ports: int, downlinks: int | None = None) -> int:
+    """Endpoints of a non-blocking two-tier island of `radix`-port leaves under spines of
+    `spine_ports` ports: k/2 spines (a leaf's k/2 uplinks reach each once), each spine
+    linking one leaf per port, k/2 endpoints per leaf: k/2 x spine ports (REFERENCE.md's
+    k²/2 where spines and leaves are one model).
+
+    A modular chassis spine (576 ports under 32-port top-of-rack leaves) holds far more
+    than k²/2; a spine smaller than the leaf is counted as k²/2 and its shortfall left to
+    the mesh limit (`fabric_limits`), as before chassis spines were planned. A leaf that
+    keeps `downlinks` ports for endpoints (fewer than k/2 under more uplinks) holds that many.
+    """
+    return (radix // 2 if downlinks is None else downlinks) * max(radix, spine_ports)
 
 
 def three_tier_endpoints(radix: int) -> int:
@@ -173,10 +191,19 @@ class _Shape:
     island_nodes: int
     oversubscription: float
     island_oversubscription: float
+    planes: int = 1
+    # Ports of a leaf under spines: `down` to endpoints, at most `up` to spines. k/2 each
+    # at an island oversubscription of 1 or more; below 1, more up than down.
+    down: int = 0
+    up: int = 0
 
     @property
     def half(self) -> int:
         return self.radix // 2
+
+    @property
+    def plane_rails(self) -> int:
+        return self.rails // self.planes
 
     @property
     def islands(self) -> int:
@@ -186,21 +213,36 @@ class _Shape:
         return min(self.island_nodes, self.nodes - island * self.island_nodes)
 
 
-def _mode(radix: int, rails: int, island_nodes: int, islands: int) -> Mode:
+def _mode(
+    radix: int, spine_ports: int, down: int, rails: int, island_nodes: int, islands: int
+) -> Mode:
     """The shape by endpoint count (REFERENCE.md); `_shape` refines it by switch ports."""
     endpoints = island_nodes * rails
-    if endpoints > three_tier_endpoints(radix):
+    two_tier = two_tier_capacity(radix, spine_ports, down)
+    most = max(three_tier_endpoints(radix), two_tier)
+    if endpoints > most:
+        remedy = (
+            f"make network.topology.island_nodes at most {most // rails} or use a "
+            "higher-radix switch"
+            if most // rails
+            else "use a higher-radix switch"
+        )
+        reach = (
+            f"{radix}-port switches connect at most {three_tier_endpoints(radix)} "
+            "non-blocking (three tiers)"
+            if three_tier_endpoints(radix) >= two_tier
+            else f"{radix}-port leaves under {spine_ports}-port spines connect at most "
+            f"{two_tier} non-blocking (two tiers)"
+        )
         raise FabricError(
-            f"an island of {island_nodes} nodes has {endpoints} endpoints; {radix}-port "
-            f"switches connect at most {three_tier_endpoints(radix)} non-blocking (three "
-            "tiers): make network.topology.island_nodes smaller or use a higher-radix switch"
+            f"an island of {island_nodes} nodes has {endpoints} endpoints; {reach}: {remedy}"
         )
     if islands == 1:
         if endpoints <= radix:
             return "single"
-        return "two-tier" if endpoints <= two_tier_endpoints(radix) else "pods"
-    if endpoints > two_tier_endpoints(radix):
-        most = two_tier_endpoints(radix) // rails
+        return "two-tier" if endpoints <= two_tier else "pods"
+    if endpoints > two_tier:
+        most = two_tier // rails
         remedy = (
             f"make island_nodes at most {most} (two tiers per island)"
             if most
@@ -223,9 +265,28 @@ def _shape(spec: Cluster, catalog: Catalog, runs: Sequence[_Run]) -> _Shape:
     rails = max(run.endpoints for run in runs)
     island_nodes = min(topology.island_nodes or nodes, nodes)
     islands = math.ceil(nodes / island_nodes)
-    mode = _mode(leaf.ports, rails, island_nodes, islands)
+    planes = topology.planes
+    _check_planes(spec, catalog, planes)
+    # A lone switch has no uplinks to split its ports with.
+    lone = islands == 1 and island_nodes * (rails // planes) <= leaf.ports
+    half = leaf.ports // 2
+    down, up = (half, half) if lone else _leaf_split(leaf.ports, topology.island_oversubscription)
+    # Planes are independent fabrics: each is shaped by its own share of the rails.
+    mode = _mode(leaf.ports, spine.ports, down, rails // planes, island_nodes, islands)
     if mode != "single" and (leaf.ports < 2 or spine.ports < 2):
         raise FabricError("switches of fewer than 2 ports cannot be linked into tiers")
+    if planes > 1 and mode in ("single", "pods"):
+        raise FabricError(
+            f"network.topology.planes {planes}: each plane is planned as leaves under spines "
+            "(two tiers, or islands under a core); "
+            + (
+                f"an island of {island_nodes} nodes fits one switch per plane, which Myriad "
+                "does not plan: use planes 1"
+                if mode == "single"
+                else f"an island of {island_nodes} nodes needs three tiers per plane: make "
+                "island_nodes smaller or use switches with more ports"
+            )
+        )
     return _Shape(
         kind=topology.kind,
         mode=mode,
@@ -238,12 +299,63 @@ def _shape(spec: Cluster, catalog: Catalog, runs: Sequence[_Run]) -> _Shape:
         island_nodes=island_nodes,
         oversubscription=topology.inter_island_oversubscription,
         island_oversubscription=topology.island_oversubscription,
+        planes=planes,
+        down=down,
+        up=up,
     )
 
 
+def _leaf_split(radix: int, ratio: float) -> tuple[int, int]:
+    """(ports down to endpoints, most ports up to spines) of a leaf under spines.
+
+    At a ratio of 1 or more, k/2 each (the uplinks a leaf uses follow its endpoints). Below
+    1 a leaf has more uplinks than downlinks: d down and ceil(d / ratio) up must fit in k,
+    so d = floor(k x ratio / (1 + ratio)), the rest up (Meta's RTSW, under-subscribed).
+    """
+    if ratio >= 1:
+        return radix // 2, radix // 2
+    down = math.floor(radix * ratio / (1 + ratio))
+    if down < 1:
+        raise FabricError(
+            f"network.topology.island_oversubscription {ratio:g} leaves a {radix}-port leaf "
+            "no port for endpoints once its uplinks are taken: use a ratio nearer 1 or a "
+            "switch with more ports"
+        )
+    return down, radix - down
+
+
+def _check_planes(spec: Cluster, catalog: Catalog, planes: int) -> None:
+    """Every compute NIC's ports split evenly over the planes (port p to plane p mod planes),
+    so each node has the same number of rails in every plane."""
+    if planes == 1:
+        return
+    for pool in spec.pools_with_role("compute"):
+        group = spec.profiles[pool.profile].nics.compute
+        ports = catalog.nics[group.model].ports if group is not None else 1
+        if ports % planes:
+            what = f"{group.model} has {ports} port(s)" if group else "it has no compute NICs"
+            raise FabricError(
+                f"network.topology.planes {planes}: compute pool {pool.name}'s NIC ports "
+                f"cannot split over {planes} planes ({what}); planes take ports from the "
+                "NIC, so use NICs with a multiple of planes ports, or planes 1"
+            )
+
+
+def rail_position(rail: int, rails: int, planes: int) -> int:
+    """Where rail `rail` (a node's NIC port) comes in the leaf numbering: plane by plane,
+    rail j in plane j mod planes (the identity with one plane)."""
+    return (rail % planes) * (rails // planes) + rail // planes
+
+
+def _rail_at(position: int, rails: int, planes: int) -> int:
+    plane, index = divmod(position, rails // planes)
+    return index * planes + plane
+
+
 def _meshed(shape: _Shape, nodes: int) -> bool:
-    """A leaf's k/2 uplinks reach every spine of its group only if there are at most k/2."""
-    return all(group.spines <= shape.half for group in _island_groups(shape, nodes))
+    """A leaf's uplinks (k/2) reach every spine of its group only if there are at most as
+    many spines."""
+    return all(group.spines <= shape.up for group in _island_groups(shape, nodes))
 
 
 def _largest_meshed_island(shape: _Shape) -> int:
@@ -276,24 +388,26 @@ def _mesh_limit(shape: _Shape) -> FabricLimit | None:
     """
     groups = _island_groups(shape, shape.island_nodes)
     needed = max((group.spines for group in groups), default=0)
-    if needed <= shape.half:
+    if needed <= shape.up:
         return None
     most = _largest_meshed_island(shape)
     group = (
         f"a pod of {shape.half} leaves"
         if shape.mode == "pods"
         else f"an island of {shape.island_nodes} nodes"
+        if shape.planes == 1
+        else f"each of the {shape.planes} planes of an island of {shape.island_nodes} nodes"
     )
     return FabricLimit(
         what="spines-per-group",
         message=(
             f"{group} needs {needed} spines for its leaf and core links, but a leaf's "
-            f"{shape.half} uplinks reach only {shape.half}: some leaves share no spine, so "
+            f"{shape.up} uplinks reach only {shape.up}: some leaves share no spine, so "
             "traffic between them is not non-blocking"
         ),
         suggestion=_mesh_suggestion(shape, most),
         needed=needed,
-        available=shape.half,
+        available=shape.up,
     )
 
 
@@ -358,8 +472,8 @@ def _island_leaves(shape: _Shape, nodes: int) -> int:
     if shape.mode == "single":
         return 1
     if shape.kind == "fat-tree":
-        return math.ceil(nodes * shape.rails / shape.half)
-    return shape.rails * math.ceil(nodes / shape.half)
+        return math.ceil(nodes * shape.rails / shape.down)
+    return shape.rails * math.ceil(nodes / shape.down)
 
 
 @dataclass(frozen=True, slots=True)
@@ -375,36 +489,40 @@ class _Group:
 
 
 def _island_core_links(shape: _Shape, nodes: int) -> int:
-    """The island's share of the core: its endpoint bandwidth over the oversubscription."""
-    gbps = nodes * shape.rails * shape.speed_gbps / shape.oversubscription
+    """A plane of the island's share of the core: its endpoint bandwidth over the
+    oversubscription (the whole island's with one plane)."""
+    gbps = nodes * shape.plane_rails * shape.speed_gbps / shape.oversubscription
     return math.ceil(gbps / shape.spine_speed_gbps)
 
 
 def leaf_downlinks(shape: _Shape, nodes: int, leaf: int) -> int:
     """Endpoint slots on leaf `leaf` (from 0) of an island of `nodes` nodes."""
     if shape.kind == "fat-tree":
-        return min(shape.half, nodes * shape.rails - leaf * shape.half)
-    block = leaf % math.ceil(nodes / shape.half)
-    return min(shape.half, nodes - block * shape.half)
+        return min(shape.down, nodes * shape.rails - leaf * shape.down)
+    block = leaf % math.ceil(nodes / shape.down)
+    return min(shape.down, nodes - block * shape.down)
 
 
 def _downlink_counts(shape: _Shape, nodes: int, first: int, leaves: int) -> Counter[int]:
     """How many of leaves first..first+leaves-1 carry each number of endpoint slots."""
-    if shape.kind == "fat-tree" or leaves <= 2 * shape.half:
+    if shape.kind == "fat-tree" or leaves <= 2 * shape.down:
         return Counter(leaf_downlinks(shape, nodes, leaf) for leaf in range(first, first + leaves))
-    # A whole island, rail by rail: per rail, full leaves and perhaps one part-filled.
-    full, rest = divmod(nodes, shape.half)
-    counts = Counter({shape.half: full * shape.rails})
+    # Whole rails (an island's, or a plane's): per rail, full leaves and perhaps one
+    # part-filled.
+    rails = leaves // math.ceil(nodes / shape.down)
+    full, rest = divmod(nodes, shape.down)
+    counts = Counter({shape.down: full * rails})
     if rest:
-        counts[rest] += shape.rails
+        counts[rest] += rails
     return counts
 
 
 def leaf_uplinks(shape: _Shape, downlinks: int, spines: int) -> int:
     """Uplinks of a leaf: its endpoints over the island oversubscription, at least one
-    to each spine of its group, at most k/2 (the ports above the downlinks)."""
+    to each spine of its group, at most the ports above the downlinks (k/2 at a ratio of
+    1 or more)."""
     wanted = math.ceil(downlinks / shape.island_oversubscription)
-    return min(shape.half, max(wanted, spines))
+    return min(shape.up, max(wanted, spines))
 
 
 def _meshed_group(
@@ -431,9 +549,23 @@ def _island_groups(shape: _Shape, nodes: int) -> tuple[_Group, ...]:
     if shape.mode == "pods":
         return tuple(_pods(shape, nodes, leaves))
     core = _island_core_links(shape, nodes) if shape.mode == "islands" else 0
-    downlinks = _downlink_counts(shape, nodes, 0, leaves)
-    spines, links = _meshed_group(shape, downlinks, core, shape.spine_ports)
-    return (_Group(0, leaves, 0, spines, links, core),)
+    # One group per plane: a plane's leaves (numbered plane by plane) under its own spines.
+    per_plane = leaves // shape.planes
+    groups: list[_Group] = []
+    first_spine = 0
+    for plane in range(shape.planes):
+        downlinks = _downlink_counts(shape, nodes, plane * per_plane, per_plane)
+        spines, links = _meshed_group(shape, downlinks, core, shape.spine_ports)
+        groups.append(_Group(plane * per_plane, per_plane, first_spine, spines, links, core))
+        first_spine += spines
+    return tuple(groups)
+
+
+def _group_planes(shape: _Shape, groups: Sequence[_Group]) -> Iterator[tuple[int, _Group]]:
+    """(plane, group) of an island's groups: with planes, one group each, in plane order;
+    otherwise every group (pods included) in plane 0."""
+    for index, group in enumerate(groups):
+        yield (index if shape.planes > 1 else 0), group
 
 
 def _pods(shape: _Shape, nodes: int, leaves: int) -> Iterator[_Group]:
@@ -462,7 +594,9 @@ def plan_fabric(spec: Cluster, catalog: Catalog) -> Fabric | None:
         return None
     shape = _shape(spec, catalog, runs)
     islands: list[Island] = []
-    leaf_spine_links = core_links = 0
+    leaf_spine_links = 0
+    # Core links by plane: each plane has a core of its own (one plane: the whole core).
+    plane_core_links = [0] * shape.planes
     for index in range(shape.islands):
         nodes = shape.island_size(index)
         groups = _island_groups(shape, nodes)
@@ -470,16 +604,21 @@ def plan_fabric(spec: Cluster, catalog: Catalog) -> Fabric | None:
             Island(index, nodes, _island_leaves(shape, nodes), sum(g.spines for g in groups))
         )
         leaf_spine_links += sum(g.leaf_spine_links for g in groups)
-        core_links += sum(g.core_links for g in groups)
+        for plane, group in _group_planes(shape, groups):
+            plane_core_links[plane] += group.core_links
     leaves = sum(island.leaves for island in islands)
     spines = sum(island.spines for island in islands)
-    core = math.ceil(core_links / shape.spine_ports)
+    core_links = sum(plane_core_links)
+    core = sum(math.ceil(links / shape.spine_ports) for links in plane_core_links)
     endpoints = sum(run.pool.count * run.endpoints for run in runs)
     cables = endpoints + leaf_spine_links + core_links
     slot_gbps = shape.rails * shape.speed_gbps
     inside = shape.island_oversubscription if shape.mode != "single" else 1.0
-    island_bisection = shape.island_nodes * slot_gbps / 2 / inside
-    cluster_oversubscription = inside * (shape.oversubscription if shape.islands > 1 else 1.0)
+    # More uplinks than downlinks (a ratio below 1) adds no bisection past the endpoints'.
+    island_bisection = shape.island_nodes * slot_gbps / 2 / max(inside, 1.0)
+    cluster_oversubscription = max(inside, 1.0) * (
+        shape.oversubscription if shape.islands > 1 else 1.0
+    )
     leaf_cage, spine_cage = leaf.ports_per_cage, spine.ports_per_cage
     # Node ends: one per NIC port. Switch ends: one per cage, by tier and direction.
     transceivers = (
@@ -511,6 +650,8 @@ def plan_fabric(spec: Cluster, catalog: Catalog) -> Fabric | None:
         cables=cables,
         transceivers=transceivers,
         ports_per_cage=leaf_cage,
+        leaf_downlinks=shape.down if shape.mode != "single" else shape.radix,
+        planes=shape.planes,
         injection_gbps_per_node=float(max(run.endpoints * run.speed_gbps for run in runs)),
         island_bisection_gbps=island_bisection,
         bisection_gbps=shape.nodes * slot_gbps / 2 / cluster_oversubscription,
@@ -536,7 +677,7 @@ def leaf_placement(fabric: Fabric, node_index: int, nic_index: int) -> LeafPlace
     local = node_index - island * fabric.island_nodes
     if node_index < 0 or island >= len(fabric.islands) or local >= fabric.islands[island].nodes:
         raise IndexError(f"compute node {node_index} is not in the fabric")
-    half = fabric.radix // 2
+    half = fabric.leaf_downlinks
     if fabric.tiers == 1:
         leaf, port = 0, local * fabric.rails + nic_index
     elif fabric.kind == "fat-tree":
@@ -545,7 +686,7 @@ def leaf_placement(fabric: Fabric, node_index: int, nic_index: int) -> LeafPlace
     else:
         per_rail = math.ceil(fabric.islands[island].nodes / half)
         block, port = divmod(local, half)
-        leaf = nic_index * per_rail + block
+        leaf = rail_position(nic_index, fabric.rails, fabric.planes) * per_rail + block
     return LeafPlacement(
         island=island, leaf=leaf_name(island, leaf + 1), port=port + 1, rail=nic_index
     )
@@ -569,7 +710,7 @@ class RailLeaves:
         """(the rail's leaf, the node's slot on it) of compute node `node_index`'s port `rail`;
         the same leaf as leaf_placement names."""
         fabric = self.fabric
-        half = fabric.radix // 2
+        half = fabric.leaf_downlinks
         island, local = divmod(node_index, fabric.island_nodes)
         if fabric.kind == "rail-optimized":
             block, slot = divmod(local, half)
@@ -584,7 +725,7 @@ def rail_leaves(fabric: Fabric) -> RailLeaves | None:
     """The leaves of each rail, or None where every rail is on one leaf (nothing to route)."""
     if fabric.tiers == 1:
         return None
-    half = fabric.radix // 2
+    half = fabric.leaf_downlinks
     if fabric.kind == "rail-optimized":
         per_rail = sum(math.ceil(island.nodes / half) for island in fabric.islands)
         hosts = min(half, fabric.island_nodes)
@@ -680,13 +821,14 @@ def _leaf_members(
         members = list(_iter_nodes(runs, first, first + nodes))
         return tuple(h for h, _ in members), sum(e for _, e in members)
     if shape.kind == "rail-optimized":
-        per_rail = math.ceil(nodes / shape.half)
-        rail, block = divmod(leaf, per_rail)
-        start = first + block * shape.half
-        stop = min(start + shape.half, first + nodes)
+        per_rail = math.ceil(nodes / shape.down)
+        position, block = divmod(leaf, per_rail)
+        rail = _rail_at(position, shape.rails, shape.planes)
+        start = first + block * shape.down
+        stop = min(start + shape.down, first + nodes)
         on_rail = tuple(h for h, e in _iter_nodes(runs, start, stop) if e > rail)
         return on_rail, len(on_rail)
-    slots = range(leaf * shape.half, min((leaf + 1) * shape.half, nodes * shape.rails))
+    slots = range(leaf * shape.down, min((leaf + 1) * shape.down, nodes * shape.rails))
     start, stop = first + slots.start // shape.rails, first + (slots.stop - 1) // shape.rails + 1
     hosts: list[str] = []
     plugged = 0
@@ -761,23 +903,40 @@ def _iter_spines(shape: _Shape) -> Iterator[TreeSwitch]:
                 )
 
 
+def _spine_planes(shape: _Shape) -> Iterator[int]:
+    """The plane of each spine, in `_iter_spines` order."""
+    for island in range(shape.islands):
+        groups = _island_groups(shape, shape.island_size(island))
+        for plane, group in _group_planes(shape, groups):
+            for _ in range(group.spines):
+                yield plane
+
+
 def _iter_core(shape: _Shape, spines: Iterable[TreeSwitch]) -> Iterator[TreeSwitch]:
-    uplinks = [(spine.name, spine.uplinks) for spine in spines if spine.uplinks]
-    total = sum(links for _, links in uplinks)
-    if not total:
-        return
-    cores = math.ceil(total / shape.spine_ports)
-    for n, members in enumerate(_stripe(uplinks, cores)):
-        yield TreeSwitch(
-            name=core_name(n + 1),
-            tier="core",
-            island=None,
-            nodes=(),
-            switches=tuple(members),
-            downlinks=_spread(total, cores, n),
-            uplinks=0,
-            ports=shape.spine_ports,
-        )
+    """Core switches plane by plane (one plane: the whole core), numbered on across planes;
+    a plane's spines link only to its own core switches."""
+    by_plane: list[list[tuple[str, int]]] = [[] for _ in range(shape.planes)]
+    for spine, plane in zip(spines, _spine_planes(shape), strict=True):
+        if spine.uplinks:
+            by_plane[plane].append((spine.name, spine.uplinks))
+    number = 0
+    for uplinks in by_plane:
+        total = sum(links for _, links in uplinks)
+        if not total:
+            continue
+        cores = math.ceil(total / shape.spine_ports)
+        for n, members in enumerate(_stripe(uplinks, cores)):
+            number += 1
+            yield TreeSwitch(
+                name=core_name(number),
+                tier="core",
+                island=None,
+                nodes=(),
+                switches=tuple(members),
+                downlinks=_spread(total, cores, n),
+                uplinks=0,
+                ports=shape.spine_ports,
+            )
 
 
 def iter_switch_tree(spec: Cluster, catalog: Catalog) -> Iterator[TreeSwitch]:

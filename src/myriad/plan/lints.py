@@ -17,7 +17,7 @@ from typing import Literal
 from myriad.errors import AddressError, Path, format_path
 from myriad.plan.addresses import FIRST_HOST_OFFSET, rail_addresses
 from myriad.plan.bandwidth import pcie_slot_gbs
-from myriad.plan.fabric import fabric_limits, rail_leaves
+from myriad.plan.fabric import fabric_limits, rail_leaves, two_tier_capacity
 from myriad.plan.model import NvlinkDomains, Plan
 from myriad.plan.nodes import iter_nodes
 from myriad.plan.nvlink import rack_system_of
@@ -346,18 +346,25 @@ def fabric_fit(loaded: LoadedSpec, plan: Plan) -> Iterator[Finding]:
         return
     topology_path: Path = ("network", "topology")
     k = fabric.radix
+    spine_ports = loaded.catalog.switches[fabric.spine_model].ports
+    two_tier = two_tier_capacity(k, spine_ports, fabric.leaf_downlinks)
     island_endpoints = fabric.island_nodes * fabric.rails
-    if len(fabric.islands) == 1 and island_endpoints > k**2 // 2:
+    if len(fabric.islands) == 1 and island_endpoints > two_tier:
+        switches = (
+            f"{k}-port switches"
+            if spine_ports <= k
+            else f"{k}-port leaves under {spine_ports}-port spines"
+        )
         yield Finding(
             id="island-radix",
             severity="info",
             message=(
-                f"{island_endpoints} endpoints exceed the {k**2 // 2} a two-tier fat-tree of "
-                f"{k}-port switches reaches: the fabric needs three tiers"
+                f"{island_endpoints} endpoints exceed the {two_tier} a two-tier fat-tree of "
+                f"{switches} reaches: the fabric needs three tiers"
             ),
-            suggestion=f"islands of at most {k**2 // 2 // fabric.rails} nodes stay two-tier",
+            suggestion=f"islands of at most {two_tier // fabric.rails} nodes stay two-tier",
             path=(*topology_path, "island_nodes"),
-            numbers={"island_endpoints": island_endpoints, "max_two_tier": k**2 // 2},
+            numbers={"island_endpoints": island_endpoints, "max_two_tier": two_tier},
         )
     leaf = loaded.catalog.switches[spec.network.topology.switch]
     wants = "infiniband" if spec.network.fabric == "infiniband" else "ethernet"

@@ -69,6 +69,12 @@ class Fabric:
     island_oversubscription: float
     ports_per_cage: int
     switch_kw: float
+    # Ports of a leaf that take endpoints: k/2 under spines (fewer where an island
+    # oversubscription below 1 gives leaves more uplinks), all k for a lone switch.
+    leaf_downlinks: int
+    # Independent planes: rail j is in plane j mod planes; its leaves are numbered plane by
+    # plane (plane 0's rails first), and a plane's leaves link only to its own spines.
+    planes: int = 1
 
 
 @dataclass(frozen=True, slots=True)

@@ -530,10 +530,29 @@ class Topology(_Model):
     )
     island_oversubscription: float = Field(
         default=1.0,
-        ge=1.0,
+        ge=0.25,
         le=16.0,
-        description="Endpoints per leaf uplink inside an island (1: non-blocking)",
+        description="Endpoints per leaf uplink inside an island (1: non-blocking; below 1: "
+        "more uplinks than downlinks, the leaf keeping fewer ports for endpoints, as Meta "
+        "under-subscribes its rack switches)",
     )
+    planes: int = Field(
+        default=1,
+        ge=1,
+        le=8,
+        description="Independent planes (rail-optimized only): NIC port p goes to plane p mod "
+        "planes, each plane its own leaves and spines (Alibaba HPN: a dual-port NIC's ports "
+        "to two ToRs in two planes); every compute NIC's ports must split evenly",
+    )
+
+    @model_validator(mode="after")
+    def _planes_are_rails(self) -> Topology:
+        if self.planes > 1 and self.kind != "rail-optimized":
+            raise ValueError(
+                "planes above 1 need kind rail-optimized: a plane is a set of rails, each on "
+                "leaves of its own; a fat-tree's leaves mix a node's ports"
+            )
+        return self
 
 
 class SwitchGroup(_Model):

@@ -84,8 +84,9 @@ _RULES = (
     ),
     Rule(
         "island-radix",
-        "An island larger than a two-tier Clos of the leaf's radix needs a third tier inside.",
-        "Islands of at most radix^2 / 2 / rails nodes stay two-tier (network.topology).",
+        "An island larger than a two-tier Clos of its leaves and spines needs a third tier.",
+        "Islands of at most d x max(radix, spine ports) / rails nodes stay two-tier, d the "
+        "leaf's ports for endpoints: radix / 2, fewer below a ratio of 1 (network.topology).",
     ),
     Rule(
         "fabric-shape",
