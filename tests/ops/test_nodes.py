@@ -7,27 +7,12 @@ from pathlib import Path
 
 import pytest
 
+from fake_slurm import RecordedController
 from myriad.errors import OpsError, OpsInputError
 from myriad.ops import nodes
 from myriad.ops.slurm import Completed, Slurm, wait_settled
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "inventories" / "local" / "cluster.yaml"
-
-
-class Recorded:
-    """Answers sinfo from a fixed table and records every command."""
-
-    def __init__(self, sinfo: str, squeue: str = "") -> None:
-        self.sinfo, self.squeue = sinfo, squeue
-        self.commands: list[tuple[str, ...]] = []
-
-    def __call__(self, argv: Sequence[str]) -> Completed:
-        self.commands.append(tuple(argv))
-        if argv[0] == "sinfo":
-            return Completed(0, self.sinfo, "")
-        if argv[0] == "squeue":
-            return Completed(0, self.squeue, "")
-        return Completed(0, "", "")
 
 
 @pytest.fixture(autouse=True)
@@ -37,7 +22,7 @@ def state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_drain_writes_who_and_why(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("myriad.ops.slurm.getpass.getuser", lambda: "alice")
-    recorded = Recorded("node01|idle|none\n", squeue="7|node01|bob|train\n")
+    recorded = RecordedController("node01|idle|none\n", squeue="7|node01|bob|train\n")
     changes = nodes.drain(EXAMPLE, ["node01"], "bad DIMM", slurm=Slurm(["x"], recorded))
     # Its job runs to its end: Slurm drains it after.
     assert [(c.node, c.outcome) for c in changes] == [("node01", "draining")]
@@ -51,7 +36,7 @@ def test_drain_writes_who_and_why(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_resume_refuses_health_drains_and_resumes_nothing() -> None:
-    recorded = Recorded(
+    recorded = RecordedController(
         "node01|drained|myriad: drain by alice: bad DIMM\n"
         "node02|drained|myriad-health: gpu.ecc failed\n"
     )
@@ -68,7 +53,9 @@ REPAIR = "myriad-remedy: hca.state: needs hardware"
 
 
 def test_a_node_back_from_repair_is_tested_again_before_it_returns() -> None:
-    recorded = Recorded(f"node01|drained|myriad: drain by alice: x\nnode02|drained|{REPAIR}\n")
+    recorded = RecordedController(
+        f"node01|drained|myriad: drain by alice: x\nnode02|drained|{REPAIR}\n"
+    )
     slurm = Slurm(["x"], recorded)
     # No test to run: refused, nothing resumed.
     with pytest.raises(OpsError, match=r"remediation sent node02 .* for repair: test it again"):
@@ -90,7 +77,7 @@ def test_a_node_back_from_repair_is_tested_again_before_it_returns() -> None:
 
 
 def test_resume_leaves_nodes_that_are_not_drained() -> None:
-    recorded = Recorded("node01|idle|none\nnode03|drained|myriad: roll by root: x\n")
+    recorded = RecordedController("node01|idle|none\nnode03|drained|myriad: roll by root: x\n")
     changes = nodes.resume(EXAMPLE, ["node01", "node03"], slurm=Slurm(["x"], recorded))
     assert recorded.commands[-1] == ("scontrol", "update", "NodeName=node03", "State=RESUME")
     assert [c.describe() for c in changes] == [
@@ -100,7 +87,7 @@ def test_resume_leaves_nodes_that_are_not_drained() -> None:
 
 
 def test_unknown_nodes_and_empty_reasons_are_input_errors() -> None:
-    slurm = Slurm(["x"], Recorded(""))
+    slurm = Slurm(["x"], RecordedController(""))
     with pytest.raises(OpsInputError, match="ctl01: not a compute node"):
         nodes.drain(EXAMPLE, ["ctl01"], "x", slurm=slurm)
     with pytest.raises(OpsInputError, match="--reason is empty"):

@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 
 import pytest
 
+from fake_slurm import RecordedController
 from myriad.errors import OpsError, ValidateError
 from myriad.health.actions import Finding, load_action_map
 from myriad.health.remedy import (
@@ -33,25 +34,6 @@ NOW = 1_000_000.0
 XID79 = Finding("gpu.xid", 79)  # the catalog: restart the bare-metal node
 XID95 = Finding("gpu.xid", 95)  # the catalog: reset the GPU
 LINK_DOWN = Finding("hca.state")  # needs hardware
-
-
-class Controller:
-    """sinfo and squeue from tables the test changes; every command recorded."""
-
-    def __init__(self, sinfo: str, squeue: str = "") -> None:
-        self.sinfo, self.squeue = sinfo, squeue
-        self.commands: list[tuple[str, ...]] = []
-
-    def __call__(self, argv: Sequence[str]) -> Completed:
-        self.commands.append(tuple(argv))
-        if argv[0] == "sinfo":
-            return Completed(0, self.sinfo, "")
-        if argv[0] == "squeue":
-            return Completed(0, self.squeue, "")
-        return Completed(0, "", "")
-
-    def changes(self) -> list[tuple[str, ...]]:
-        return [c for c in self.commands if c[0] == "scontrol"]
 
 
 class Nodes:
@@ -103,7 +85,7 @@ def plan_for(
     return decide(nodes, history, Remediation.model_validate(policy), load_action_map(), NOW)
 
 
-def actuators(controller: Controller, nodes: Nodes, **kw: Any) -> ops.Actuators:
+def actuators(controller: RecordedController, nodes: Nodes, **kw: Any) -> ops.Actuators:
     return ops.Actuators(Slurm(["x"], controller), nodes, **kw)
 
 
@@ -118,7 +100,7 @@ HEALTH = "myriad-health: gpu.xid failed"
 
 
 def test_xid_79_reboots_through_slurm_and_the_log_says_started(tmp_path: Path) -> None:
-    controller = Controller(f"gpu01|drained|{HEALTH}\n")
+    controller = RecordedController(f"gpu01|drained|{HEALTH}\n")
     plan = plan_for(drained("gpu01", XID79))
     (outcome,) = run(plan, actuators(controller, Nodes()), tmp_path)
     reason = "myriad-remedy: gpu.xid:79: the catalog says restart the bare-metal node"
@@ -135,21 +117,21 @@ def test_xid_79_reboots_through_slurm_and_the_log_says_started(tmp_path: Path) -
 
 
 def test_a_job_placed_since_the_decision_stops_the_reboot(tmp_path: Path) -> None:
-    controller = Controller(f"gpu01|mixed+drain|{HEALTH}\n", squeue="41|gpu01|bob|train\n")
+    controller = RecordedController(f"gpu01|mixed+drain|{HEALTH}\n", squeue="41|gpu01|bob|train\n")
     (outcome,) = run(plan_for(drained("gpu01", XID79)), actuators(controller, Nodes()), tmp_path)
     assert outcome.status == "skipped" and "job 41 now runs on gpu01" in outcome.note
     assert controller.changes() == [] and ops.load_history(tmp_path) == ()
 
 
 def test_a_node_resumed_since_the_decision_is_left_alone(tmp_path: Path) -> None:
-    controller = Controller("gpu01|idle|none\n")
+    controller = RecordedController("gpu01|idle|none\n")
     (outcome,) = run(plan_for(drained("gpu01", XID79)), actuators(controller, Nodes()), tmp_path)
     assert outcome.status == "skipped" and "no longer holds gpu01 drained" in outcome.note
     assert controller.changes() == []
 
 
 def test_gpu_reset_runs_only_with_no_gpu_process(tmp_path: Path) -> None:
-    controller = Controller(f"gpu01|drained|{HEALTH}\n")
+    controller = RecordedController(f"gpu01|drained|{HEALTH}\n")
     plan = plan_for(drained("gpu01", XID95))
     assert plan.decisions[0].action == "reset-gpu"
     # A process appeared on the GPUs after the decision: no reset, nothing recorded.
@@ -166,7 +148,7 @@ def test_gpu_reset_runs_only_with_no_gpu_process(tmp_path: Path) -> None:
 
 
 def test_a_failed_gpu_reset_is_recorded_and_escalates_next_time(tmp_path: Path) -> None:
-    controller = Controller(f"gpu01|drained|{HEALTH}\n")
+    controller = RecordedController(f"gpu01|drained|{HEALTH}\n")
     (outcome,) = run(
         plan_for(drained("gpu01", XID95)), actuators(controller, Nodes(reset_rc=3)), tmp_path
     )
@@ -177,7 +159,7 @@ def test_a_failed_gpu_reset_is_recorded_and_escalates_next_time(tmp_path: Path) 
 
 
 def test_power_cycle_only_while_the_node_still_does_not_answer(tmp_path: Path) -> None:
-    controller = Controller(f"gpu02|down+drain|{REASON_PREFIX}unreachable\n")
+    controller = RecordedController(f"gpu02|down+drain|{REASON_PREFIX}unreachable\n")
     state = drained("gpu02", reachable=False, drained_by="myriad-remedy", since=NOW - 1000)
     plan = plan_for(state)
     assert plan.decisions[0].action == "power-cycle"
@@ -197,7 +179,7 @@ def test_power_cycle_only_while_the_node_still_does_not_answer(tmp_path: Path) -
 
 
 def test_power_cycle_without_a_bmc_client_is_a_failed_action(tmp_path: Path) -> None:
-    controller = Controller(f"gpu02|down+drain|{REASON_PREFIX}unreachable\n")
+    controller = RecordedController(f"gpu02|down+drain|{REASON_PREFIX}unreachable\n")
     state = drained("gpu02", reachable=False, drained_by="myriad-remedy", since=NOW - 1000)
     (outcome,) = run(plan_for(state), actuators(controller, Nodes()), tmp_path)
     assert outcome.record is not None and outcome.record.result == "failed"
@@ -205,7 +187,7 @@ def test_power_cycle_without_a_bmc_client_is_a_failed_action(tmp_path: Path) -> 
 
 
 def test_an_unreachable_node_is_drained_first_with_remedys_reason(tmp_path: Path) -> None:
-    controller = Controller("gpu02|idle*|none\n")
+    controller = RecordedController("gpu02|idle*|none\n")
     plan = plan_for(NodeState("gpu02", reachable=False))
     (outcome,) = run(plan, actuators(controller, Nodes()), tmp_path)
     assert controller.changes() == [
@@ -218,7 +200,7 @@ def test_an_unreachable_node_is_drained_first_with_remedys_reason(tmp_path: Path
 
 
 def test_a_dry_run_runs_nothing_and_writes_nothing(tmp_path: Path) -> None:
-    controller = Controller(f"gpu01|drained|{HEALTH}\n")
+    controller = RecordedController(f"gpu01|drained|{HEALTH}\n")
     plan = decide(
         [drained("gpu01", XID79)], [], Remediation(), load_action_map(), NOW, dry_run=True
     )
@@ -242,7 +224,7 @@ def test_needs_hardware_keeps_the_node_drained_and_the_hook_gets_the_payload(
 ) -> None:
     got = tmp_path / "payload.json"
     hook = executable(tmp_path / "ticket", f"cat > {got}\n")
-    controller = Controller(f"gpu03|drained|{HEALTH}\n")
+    controller = RecordedController(f"gpu03|drained|{HEALTH}\n")
     plan = plan_for(drained("gpu03", LINK_DOWN))
     act = actuators(controller, Nodes(), hook=ops.hook_runner(str(hook), 5))
     (outcome,) = run(plan, act, tmp_path / "state")
@@ -266,7 +248,7 @@ def test_a_hook_that_fails_or_hangs_is_a_failed_action_named(tmp_path: Path) -> 
     hanging = ops.hook_runner(str(executable(tmp_path / "h", "exec sleep 30\n")), 1)
     with pytest.raises(OpsError, match=r"still running after 1 s"):
         hanging({"node": "gpu03"})
-    controller = Controller(f"gpu03|drained|{HEALTH}\n")
+    controller = RecordedController(f"gpu03|drained|{HEALTH}\n")
     act = actuators(controller, Nodes(), hook=failing)
     (outcome,) = run(plan_for(drained("gpu03", LINK_DOWN)), act, tmp_path / "state")
     # Drained all the same; the failure is in the log for a person.

@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_remedy_exec import Controller, Nodes
+from test_remedy_exec import Nodes
 
+from fake_slurm import RecordedController
 from myriad.cli import main
 from myriad.errors import OpsInputError
 from myriad.health.report import HealthGathering, HealthReport, NodeHealth
@@ -63,7 +64,9 @@ def gathered(spec: Path, node02_drained: bool, now: float) -> HealthGathering:
 def test_two_passes_reboot_then_record_it_done(
     spec: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    controller = Controller(f"node01|idle|none\nnode02|drained|{HEALTH}\nnode03|idle|none\n")
+    controller = RecordedController(
+        f"node01|idle|none\nnode02|drained|{HEALTH}\nnode03|idle|none\n"
+    )
     nodes = Nodes()
     act = ops.Actuators(Slurm(["x"], controller), nodes)
     monkeypatch.setattr(ops, "default_actuators", lambda cluster, policy: act)
@@ -133,7 +136,9 @@ def test_with_monitoring_off_the_metrics_stay_in_the_state_folder(
 ) -> None:
     text = example_text("local", without=("health", "monitoring"))
     spec.write_text(text + "health: {remediation: {}}\n")
-    controller = Controller(f"node01|idle|none\nnode02|drained|{HEALTH}\nnode03|idle|none\n")
+    controller = RecordedController(
+        f"node01|idle|none\nnode02|drained|{HEALTH}\nnode03|idle|none\n"
+    )
     act = ops.Actuators(Slurm(["x"], controller), Nodes())
     monkeypatch.setattr(ops, "default_actuators", lambda cluster, policy: act)
     monkeypatch.setattr(
@@ -168,7 +173,7 @@ def test_a_rack_failing_together_exits_1_and_nothing_is_rebooted(
         resolve_cluster(spec),
     )
     monkeypatch.setattr("myriad.health.report.gather_health", lambda path, **_: found)
-    controller = Controller("".join(f"node0{i}|drained|{HEALTH}\n" for i in (1, 2, 3)))
+    controller = RecordedController("".join(f"node0{i}|drained|{HEALTH}\n" for i in (1, 2, 3)))
     act = ops.Actuators(Slurm(["x"], controller), Nodes())
     monkeypatch.setattr(ops, "default_actuators", lambda cluster, policy: act)
     monkeypatch.setenv("COLUMNS", "200")
