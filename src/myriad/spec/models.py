@@ -22,6 +22,7 @@ from pydantic import (
     model_validator,
 )
 
+from myriad.spec.accept import Accept
 from myriad.spec.bringup import Bringup
 from myriad.spec.catalog_models import Catalog, PcieGen, Whole
 from myriad.spec.health import Health
@@ -1129,6 +1130,9 @@ class Cluster(_Model):
     )
     health: Health | None = Field(
         default=None, description="Node health on every node (myriad-health); absent: off"
+    )
+    accept: Accept = Field(
+        Accept(), description="How `myriad accept` judges nodes: margin, DCGM levels, burn-in"
     )
     catalog: Catalog = Field(
         default_factory=Catalog, description="Entries added to or replacing the shipped catalog"
