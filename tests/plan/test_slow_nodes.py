@@ -230,3 +230,20 @@ def test_benchmark_cost_model() -> None:
     assert bench.test_seconds(pair, expected) == pytest.approx(32.88, abs=0.01)
     rdma = GroupTest("rdma", ("gpu0001", "gpu0002"), "rail", 0)
     assert bench.test_seconds(rdma, expected) == 15.0
+
+
+def test_the_specs_margin_reaches_every_figure() -> None:
+    loaded = load_spec(ROOT / "inventories" / "starter-64" / "cluster.yaml")
+    fabric = plan_loaded(loaded).plan.fabric
+    assert fabric is not None
+    default = search_inputs(loaded.spec, loaded.catalog, fabric)[1]
+    assert {f.allreduce.margin for f in default.values() if f.allreduce} == {0.10}
+    spec = loaded.spec.model_copy(
+        update={"accept": loaded.spec.accept.model_copy(update={"margin": 0.05})}
+    )
+    figures = search_inputs(spec, loaded.catalog, fabric)[1]
+    for name, f in figures.items():
+        assert f.allreduce is not None and f.allreduce.margin == 0.05
+        # The figure is the same; only the gate moves: 0.95 x expected instead of 0.90.
+        assert f.allreduce.gbs == default[name].allreduce.gbs  # type: ignore[union-attr]
+        assert f.allreduce.gate_gbs == pytest.approx(f.allreduce.gbs * 0.95)

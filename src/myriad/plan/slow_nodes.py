@@ -96,7 +96,7 @@ def search_inputs(
     """What the search needs of a planned cluster: its topology and each GPU profile's
     expected figures."""
     figures = {
-        name: profile_figures(name, profile, catalog)
+        name: profile_figures(name, profile, catalog, margin=spec.accept.margin)
         for name, profile in spec.profiles.items()
         if profile.gpu is not None
     }
