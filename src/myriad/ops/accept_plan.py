@@ -1,0 +1,159 @@
+"""Which tests `myriad accept` runs, as Slurm job steps, and what a failure's drain says.
+
+Pure: from the level, the nodes under test, the spec's `accept:` section and the plan's
+expected figures (`plan/acceptance.py`), the per-node steps each level runs, in order, each
+as the `srun` command line that runs it inside the acceptance's reservation. The group tests
+of `full` are not listed here: the slow-node search (`plan/slow_nodes.py`) chooses them as it
+goes, through a measuring function that submits each as a step.
+
+- `quick`: `dcgmi diag` at `accept.quick_dcgm_level`; all_reduce_perf inside the node over
+  NVLink (a server of one GPU has none); ib_write_bw on every rail to a partner in the same
+  leaf group (the next node of the group, the last back to the first).
+- `full`: `dcgmi diag` at `accept.full_dcgm_level`, then the search's group tests.
+- `burn-in`: `dcgmi diag` at `accept.burn_in_dcgm_level`, then the full level's tests.
+
+A node that fails is drained with `myriad-accept: ` and the test with its figure, so `myriad
+resume` and the health runner see whose drain it is (the convention of `ops/slurm.py`), and
+`accept --nodes-from drained` finds the nodes to re-test by that prefix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from myriad.plan.acceptance import Expected, ProfileFigures
+from myriad.plan.slow_nodes import AcceptTopology
+from myriad.spec.accept import Accept
+
+__all__ = [
+    "ACCEPT_PREFIX",
+    "LEVELS",
+    "Level",
+    "Step",
+    "drain_reason",
+    "is_accept_drain",
+    "node_steps",
+    "reservation_name",
+    "select_nodes",
+]
+
+Level = Literal["quick", "full", "burn-in"]
+LEVELS: tuple[Level, ...] = ("quick", "full", "burn-in")
+ACCEPT_PREFIX = "myriad-accept: "
+# nccl-tests' sweep: 8 bytes to the 8 GB the expected figures are stated at (REFERENCE.md:
+# operators gate at one large message size, 8-16 GB).
+NCCL_ARGS = ("-b", "8", "-e", "8G", "-f", "2")
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One job step: `test` names it in records and drain reasons; `nodes` the nodes it
+    runs on (the first is the one judged: for rdma, the sender); `expected` None where the
+    tool's own verdict decides (DCGM)."""
+
+    test: str
+    nodes: tuple[str, ...]
+    argv: tuple[str, ...]
+    expected: Expected | None
+
+
+def reservation_name(accept: Accept, run_id: str) -> str:
+    return f"{accept.reservation_prefix}-{run_id}"
+
+
+def _srun(
+    reservation: str, nodes: Sequence[str], gpus: int, tool: Sequence[str]
+) -> tuple[str, ...]:
+    return (
+        "srun",
+        f"--reservation={reservation}",
+        f"--nodelist={','.join(nodes)}",
+        f"--nodes={len(nodes)}",
+        "--ntasks-per-node=1",
+        *((f"--gpus-per-node={gpus}",) if gpus else ()),
+        *tool,
+    )
+
+
+def _partners(topo: AcceptTopology, nodes: Sequence[str]) -> dict[str, str]:
+    chosen = set(nodes)
+    partner: dict[str, str] = {}
+    for group in topo.leaf_groups():
+        members = [name for name in group if name in chosen]
+        for i, name in enumerate(members):
+            if len(members) > 1:
+                partner[name] = members[(i + 1) % len(members)]
+    return partner
+
+
+def node_steps(
+    level: Level,
+    nodes: Sequence[str],
+    topo: AcceptTopology,
+    figures: Mapping[str, ProfileFigures],
+    accept: Accept,
+    reservation: str,
+    rail_devices: Sequence[str] = (),
+) -> tuple[Step, ...]:
+    """The per-node steps of `level` for `nodes`, node by node in the order given.
+    `rail_devices` names each rail's RDMA device (rail i: `rail_devices[i]`); a rail with no
+    name gets no ib_write_bw step, since without `-d` the tool would test the first port."""
+    partner = _partners(topo, nodes) if level == "quick" else {}
+    steps: list[Step] = []
+    for name in nodes:
+        fig = figures[topo.node(name).profile]
+        diag = ("dcgmi", "diag", "-r", str(accept.dcgm_level(level)), "-j")
+        steps.append(Step("dcgm diag", (name,), _srun(reservation, (name,), fig.gpus, diag), None))
+        if level != "quick":
+            continue
+        if fig.nvlink is not None:
+            nccl = ("all_reduce_perf", *NCCL_ARGS, "-g", str(fig.gpus))
+            argv = _srun(reservation, (name,), fig.gpus, nccl)
+            steps.append(Step("nccl all_reduce, one node", (name,), argv, fig.nvlink))
+        other = partner.get(name)
+        if other is None or fig.rdma_port is None:
+            continue
+        for rail, device in enumerate(rail_devices[: topo.rails]):
+            # The client, on this node, names its partner; the server side (the same command
+            # without the host name, on the partner) is the runner's to start first.
+            rdma = ("ib_write_bw", "--report_gbits", "-d", device, other)
+            argv = _srun(reservation, (name,), 0, rdma)
+            steps.append(Step(f"rdma rail {rail}", (name, other), argv, fig.rdma_port))
+    return tuple(steps)
+
+
+def drain_reason(step: Step, measured_gbs: float | None, failed: Sequence[str] = ()) -> str:
+    """The drain reason of a node that failed `step`: the figure against its gate, or the
+    DCGM tests that failed."""
+    if step.expected is None or measured_gbs is None:
+        what = ", ".join(failed) if failed else "no result"
+        return f"{ACCEPT_PREFIX}{step.test} failed: {what}"
+    exp = step.expected
+    return (
+        f"{ACCEPT_PREFIX}{step.test} {measured_gbs:.1f} GB/s < {1 - exp.margin:.2f} x "
+        f"{exp.gbs:.1f} GB/s expected"
+    )
+
+
+def is_accept_drain(reason: str | None) -> bool:
+    return bool(reason) and str(reason).startswith(ACCEPT_PREFIX)
+
+
+def select_nodes(
+    compute: Sequence[str],
+    reasons: Mapping[str, str | None],
+    *,
+    nodes_from: Literal["all", "drained"] = "all",
+    limit: Sequence[str] = (),
+) -> tuple[str, ...]:
+    """The nodes under test: every compute node, or those `accept` drained; narrowed to
+    `limit` where given (a name `limit` names that is not a compute node is an error)."""
+    unknown = sorted(set(limit) - set(compute))
+    if unknown:
+        raise ValueError(f"--limit names nodes that are not compute nodes: {', '.join(unknown)}")
+    chosen = [n for n in compute if not limit or n in limit]
+    if nodes_from == "drained":
+        chosen = [n for n in chosen if is_accept_drain(reasons.get(n))]
+    return tuple(chosen)

@@ -1,0 +1,120 @@
+"""Which steps each acceptance level runs, the drain reason, and the nodes under test."""
+
+from __future__ import annotations
+
+import pytest
+
+from myriad.ops.accept_plan import (
+    Step,
+    drain_reason,
+    is_accept_drain,
+    node_steps,
+    reservation_name,
+    select_nodes,
+)
+from myriad.plan.acceptance import Expected, ProfileFigures
+from myriad.plan.slow_nodes import AcceptNode, AcceptTopology
+from myriad.spec.accept import Accept
+
+NVLINK = Expected("nccl all_reduce, one node", 360.0, 0.10, "catalog", "hand")
+RDMA = Expected("ib_write_bw, one port", 48.0, 0.10, "catalog", "hand")
+GPU = ProfileFigures("gpu", 8, 2, NVLINK, RDMA, None, None)
+ONE_GPU = ProfileFigures("one", 1, 0, None, None, None, None)
+
+
+def _topo() -> AcceptTopology:
+    # n1-n3 under one leaf group, n4 alone under another, n5 a one-GPU node without NICs.
+    def node(name: str, block: str, profile: str = "gpu") -> AcceptNode:
+        return AcceptNode(name, profile, 0, block, (block, block))
+
+    nodes = (node("n1", "0/a"), node("n2", "0/a"), node("n3", "0/a"), node("n4", "0/b"))
+    return AcceptTopology((*nodes, node("n5", "0/c", "one")), rails=2)
+
+
+FIGURES = {"gpu": GPU, "one": ONE_GPU}
+
+
+def _tests(steps: tuple[Step, ...], node: str) -> list[str]:
+    return [s.test for s in steps if s.nodes[0] == node]
+
+
+def test_quick_runs_dcgm_nvlink_and_every_rail_to_a_leaf_partner() -> None:
+    nodes = ["n1", "n2", "n3", "n4", "n5"]
+    steps = node_steps("quick", nodes, _topo(), FIGURES, Accept(), "r", ("mlx5_0", "mlx5_1"))
+    assert _tests(steps, "n1") == [
+        "dcgm diag",
+        "nccl all_reduce, one node",
+        "rdma rail 0",
+        "rdma rail 1",
+    ]
+    # n3 pairs back with n1 (the ring of its leaf group); n4 has no partner in its leaf.
+    assert [s.nodes for s in steps if s.nodes[0] == "n3" and s.test.startswith("rdma")] == [
+        ("n3", "n1"),
+        ("n3", "n1"),
+    ]
+    assert _tests(steps, "n4") == ["dcgm diag", "nccl all_reduce, one node"]
+    assert _tests(steps, "n5") == ["dcgm diag"]  # one GPU: no NVLink; no NIC: no RDMA
+    first = steps[0].argv
+    assert first == (
+        "srun", "--reservation=r", "--nodelist=n1", "--nodes=1", "--ntasks-per-node=1",
+        "--gpus-per-node=8", "dcgmi", "diag", "-r", "2", "-j",
+    )  # fmt: skip
+    assert [s.expected for s in steps if s.nodes[0] == "n1"] == [None, NVLINK, RDMA, RDMA]
+    rail1 = [s.argv for s in steps if s.nodes[0] == "n1" and s.test == "rdma rail 1"]
+    assert rail1 == [
+        ("srun", "--reservation=r", "--nodelist=n1", "--nodes=1", "--ntasks-per-node=1",
+         "ib_write_bw", "--report_gbits", "-d", "mlx5_1", "n2"),
+    ]  # fmt: skip
+
+
+def test_a_rail_without_a_device_name_gets_no_rdma_step() -> None:
+    steps = node_steps("quick", ["n1", "n2"], _topo(), FIGURES, Accept(), "r", ("mlx5_0",))
+    assert _tests(steps, "n1") == ["dcgm diag", "nccl all_reduce, one node", "rdma rail 0"]
+
+
+def test_levels_pick_their_dcgm_level_and_leave_group_tests_to_the_search() -> None:
+    accept = Accept(quick_dcgm_level=1, full_dcgm_level=3, burn_in_dcgm_level=4)
+    for level, run_level in (("quick", "1"), ("full", "3"), ("burn-in", "4")):
+        steps = node_steps(level, ["n1", "n2"], _topo(), FIGURES, accept, "r")
+        diag = [s.argv[s.argv.index("-r") + 1] for s in steps if s.test == "dcgm diag"]
+        assert diag == [run_level, run_level]
+        if level != "quick":
+            assert [s.test for s in steps] == ["dcgm diag", "dcgm diag"]
+
+
+def test_a_partner_must_be_under_test_too() -> None:
+    steps = node_steps("quick", ["n1", "n2"], _topo(), FIGURES, Accept(), "r", ("d0",))
+    assert {s.nodes for s in steps if s.test == "rdma rail 0"} == {("n1", "n2"), ("n2", "n1")}
+
+
+def test_drain_reason_names_the_test_and_the_figures() -> None:
+    step = Step("nccl all_reduce, one node", ("n1",), (), NVLINK)
+    # gate 0.90 x 360.0 = 324.0; 250.04 shown at one decimal.
+    assert drain_reason(step, 250.04) == (
+        "myriad-accept: nccl all_reduce, one node 250.0 GB/s < 0.90 x 360.0 GB/s expected"
+    )
+    dcgm = Step("dcgm diag", ("n1",), (), None)
+    assert drain_reason(dcgm, None, ["Memtest", "PCIe"]) == (
+        "myriad-accept: dcgm diag failed: Memtest, PCIe"
+    )
+    assert drain_reason(dcgm, None) == "myriad-accept: dcgm diag failed: no result"
+    assert is_accept_drain(drain_reason(dcgm, None))
+    assert not is_accept_drain("myriad-health: xid 79")
+    assert not is_accept_drain(None)
+
+
+def test_select_nodes_all_drained_and_limit() -> None:
+    compute = ["n1", "n2", "n3"]
+    reasons = {"n1": "myriad-accept: rdma rail 0 10.0 GB/s", "n2": "myriad-health: xid", "n3": None}
+    assert select_nodes(compute, reasons) == ("n1", "n2", "n3")
+    assert select_nodes(compute, reasons, nodes_from="drained") == ("n1",)
+    assert select_nodes(compute, reasons, limit=["n3", "n2"]) == ("n2", "n3")
+    assert select_nodes(compute, reasons, nodes_from="drained", limit=["n3"]) == ()
+    with pytest.raises(ValueError, match="not compute nodes: ctl1"):
+        select_nodes(compute, reasons, limit=["ctl1"])
+
+
+def test_reservation_name() -> None:
+    assert (
+        reservation_name(Accept(reservation_prefix="acc"), "20261204T2300") == "acc-20261204T2300"
+    )
