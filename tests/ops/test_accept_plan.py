@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from accept_stubs import dcgm_output, ib_write_bw_output, nccl_output
 from myriad.ops.accept_plan import (
     Step,
     drain_reason,
     is_accept_drain,
+    judge,
     node_steps,
     reservation_name,
     select_nodes,
@@ -118,3 +120,51 @@ def test_reservation_name() -> None:
     assert (
         reservation_name(Accept(reservation_prefix="acc"), "20261204T2300") == "acc-20261204T2300"
     )
+
+
+# --- judging a step's output, with the stand-ins' outputs (real captures, figures set) -----
+
+
+def test_judge_nccl_against_the_gate() -> None:
+    step = Step("nccl all_reduce, one node", ("n1",), (), NVLINK)
+    # Gate 0.90 x 360.0 = 324.0 GB/s. The stand-in sets out-of-place busbw; the in-place
+    # figure scales alike (337.35/338.82 of it), so the better one is out of place.
+    ok = judge(step, nccl_output(330.0))
+    assert ok.passed and ok.reason is None
+    assert ok.measured_gbs == pytest.approx(330.0)
+    assert ok.ratio == pytest.approx(330.0 / 360.0)
+    slow = judge(step, nccl_output(300.0))
+    assert not slow.passed
+    assert slow.reason == (
+        "myriad-accept: nccl all_reduce, one node 300.0 GB/s < 0.90 x 360.0 GB/s expected"
+    )
+
+
+def test_judge_rdma_in_gb_per_second() -> None:
+    step = Step("rdma rail 0", ("n1", "n2"), (), RDMA)
+    # 400 Gb/s is 50 GB/s, above the gate 0.90 x 48 = 43.2; 320 Gb/s is 40 GB/s, below.
+    assert judge(step, ib_write_bw_output(400.0)).measured_gbs == pytest.approx(50.0)
+    assert judge(step, ib_write_bw_output(400.0)).passed
+    slow = judge(step, ib_write_bw_output(320.0))
+    assert not slow.passed and slow.measured_gbs == pytest.approx(40.0)
+
+
+def test_judge_dcgm_by_its_own_verdict() -> None:
+    step = Step("dcgm diag", ("n1",), (), None)
+    assert judge(step, dcgm_output()).passed
+    failed = judge(step, dcgm_output("Persistence Mode"))
+    assert not failed.passed and failed.ratio is None
+    assert failed.reason == "myriad-accept: dcgm diag failed: Persistence Mode"
+
+
+@pytest.mark.parametrize("test", ["nccl all_reduce, one node", "rdma rail 0", "dcgm diag"])
+def test_output_cut_short_never_passes(test: str) -> None:
+    expected = None if test == "dcgm diag" else NVLINK
+    full = {"dcgm diag": dcgm_output(), "rdma rail 0": ib_write_bw_output(400.0)}.get(
+        test, nccl_output(350.0)
+    )
+    step = Step(test, ("n1",), (), expected)
+    for text in ("", full[: len(full) // 2]):
+        result = judge(step, text)
+        assert not result.passed
+        assert result.reason is not None and "could not read" in result.reason

@@ -23,6 +23,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from myriad.node.parsers.common import ParseFailure
+from myriad.node.parsers.dcgm import parse_dcgmi_diag
+from myriad.node.parsers.nccl_tests import parse_nccl_tests
+from myriad.node.parsers.perftest import parse_perftest_bw
 from myriad.plan.acceptance import Expected, ProfileFigures
 from myriad.plan.slow_nodes import AcceptTopology
 from myriad.spec.accept import Accept
@@ -32,8 +36,10 @@ __all__ = [
     "LEVELS",
     "Level",
     "Step",
+    "StepResult",
     "drain_reason",
     "is_accept_drain",
+    "judge",
     "node_steps",
     "reservation_name",
     "select_nodes",
@@ -157,3 +163,41 @@ def select_nodes(
     if nodes_from == "drained":
         chosen = [n for n in chosen if is_accept_drain(reasons.get(n))]
     return tuple(chosen)
+
+
+@dataclass(frozen=True, slots=True)
+class StepResult:
+    """A step judged: `measured_gbs` the figure read from its output (None for DCGM, or
+    output that could not be read), `reason` the drain reason where it failed."""
+
+    step: Step
+    passed: bool
+    measured_gbs: float | None
+    reason: str | None
+
+    @property
+    def ratio(self) -> float | None:
+        if self.measured_gbs is None or self.step.expected is None:
+            return None
+        return self.measured_gbs / self.step.expected.gbs
+
+
+def judge(step: Step, output: str) -> StepResult:
+    """Read a step's output with the node parsers and judge it. Output that cannot be read
+    (cut short, damaged, empty) fails with `could not read` and the parser's words, never
+    passes. nccl-tests is judged at its largest message (the better of out of place and in
+    place, as nccl-tests' own average takes both), ib_write_bw at its largest message."""
+    try:
+        if step.expected is None:
+            diag = parse_dcgmi_diag(output)
+            failed = [test.name for test in diag.failed]
+            reason = None if diag.passed else drain_reason(step, None, failed)
+            return StepResult(step, diag.passed, None, reason)
+        if step.test.startswith("rdma"):
+            measured = parse_perftest_bw(output).largest.average_gbs
+        else:
+            measured = parse_nccl_tests(output).rows[-1].best_busbw_gbs
+    except ParseFailure as exc:
+        return StepResult(step, False, None, f"{ACCEPT_PREFIX}{step.test} could not read: {exc}")
+    passed = measured >= step.expected.gate_gbs
+    return StepResult(step, passed, measured, None if passed else drain_reason(step, measured))
