@@ -11,6 +11,8 @@ from myriad.ops.accept_plan import (
     is_accept_drain,
     judge,
     node_steps,
+    release_argv,
+    reservation_argv,
     reservation_name,
     select_nodes,
 )
@@ -168,3 +170,13 @@ def test_output_cut_short_never_passes(test: str) -> None:
         result = judge(step, text)
         assert not result.passed
         assert result.reason is not None and "could not read" in result.reason
+
+
+def test_reservation_commands() -> None:
+    # 3601 s is 60 minutes and one second: 61 minutes, rounded up so the run never outlives it.
+    assert reservation_argv("myriad-accept-1", ["n1", "n2"], 3601) == (
+        "scontrol", "create", "reservation", "ReservationName=myriad-accept-1",
+        "Nodes=n1,n2", "StartTime=now", "Duration=61", "Users=root", "Flags=MAINT,IGNORE_JOBS",
+    )  # fmt: skip
+    assert reservation_argv("r", ["n1"], 1)[6] == "Duration=1"
+    assert release_argv("r") == ("scontrol", "delete", "ReservationName=r")

@@ -41,6 +41,8 @@ __all__ = [
     "is_accept_drain",
     "judge",
     "node_steps",
+    "release_argv",
+    "reservation_argv",
     "reservation_name",
     "select_nodes",
 ]
@@ -201,3 +203,31 @@ def judge(step: Step, output: str) -> StepResult:
         return StepResult(step, False, None, f"{ACCEPT_PREFIX}{step.test} could not read: {exc}")
     passed = measured >= step.expected.gate_gbs
     return StepResult(step, passed, measured, None if passed else drain_reason(step, measured))
+
+
+def reservation_argv(name: str, nodes: Sequence[str], duration_s: int) -> tuple[str, ...]:
+    """`scontrol create reservation` on the nodes under test, from now, for the run's time.
+
+    MAINT marks it as maintenance, which Slurm's accounting keeps apart from idle time;
+    IGNORE_JOBS lets it be created while jobs still run on the nodes (scontrol(1),
+    "Reservations"; slurm.schedmd.com/reservations.html); the caller waits for those jobs
+    before the first step. Users=root: the steps run as root from the controller. Duration
+    is in minutes, rounded up.
+    """
+    minutes = max(1, -(-duration_s // 60))
+    return (
+        "scontrol",
+        "create",
+        "reservation",
+        f"ReservationName={name}",
+        f"Nodes={','.join(nodes)}",
+        "StartTime=now",
+        f"Duration={minutes}",
+        "Users=root",
+        "Flags=MAINT,IGNORE_JOBS",
+    )
+
+
+def release_argv(name: str) -> tuple[str, ...]:
+    """`scontrol delete reservation`: the nodes go back to users when accept ends."""
+    return ("scontrol", "delete", f"ReservationName={name}")
