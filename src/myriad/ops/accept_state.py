@@ -1,0 +1,129 @@
+"""An acceptance run's memory: `accept.json` in its run folder `<state>/runs/<stamp>-accept/`.
+
+Rewritten whole (write, fsync, rename) after every judged step, as a roll's state is
+(`ops/roll_state.py`), so an acceptance killed at any instant keeps every step it finished
+and `--resume` runs only the rest. The record is also the run's report: per node, each test
+with its expected and measured figures, and the node's verdict.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from myriad.errors import OpsError
+from myriad.fsutil import atomic_write_text
+from myriad.ops.accept_plan import Step, StepResult
+
+__all__ = ["STATE_FILE", "AcceptRun", "step_key", "unfinished"]
+
+STATE_FILE = "accept.json"
+RUN_SUFFIX = "-accept"
+VERSION = 1
+
+
+def step_key(step: Step) -> str:
+    """A step's name in the record: its test and nodes, stable across a resume."""
+    return f"{step.test}@{','.join(step.nodes)}"
+
+
+@dataclass
+class AcceptRun:
+    run_dir: Path
+    data: dict[str, Any]
+
+    @property
+    def path(self) -> Path:
+        return self.run_dir / STATE_FILE
+
+    @classmethod
+    def create(
+        cls, runs: Path, level: str, nodes: Sequence[str], reservation: str, at: float | None = None
+    ) -> AcceptRun:
+        moment = time.time() if at is None else at
+        run_dir = runs / (time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(moment)) + RUN_SUFFIX)
+        run_dir.mkdir(parents=True, exist_ok=False)
+        data = {
+            "version": VERSION,
+            "level": level,
+            "reservation": reservation,
+            "nodes": list(nodes),
+            "steps": {},
+            "finished": False,
+        }
+        run = cls(run_dir, data)
+        run.save()
+        return run
+
+    @classmethod
+    def load(cls, run_dir: Path) -> AcceptRun:
+        path = run_dir / STATE_FILE
+        try:
+            data = json.loads(path.read_text())
+        except FileNotFoundError:
+            raise OpsError(f"{path}: no acceptance state here") from None
+        except json.JSONDecodeError as exc:
+            raise OpsError(f"{path} is damaged ({exc.msg}); the run cannot resume") from None
+        if not isinstance(data, dict) or data.get("version") != VERSION:
+            raise OpsError(f"{path}: not an acceptance state of this Myriad (version {VERSION})")
+        return cls(run_dir, data)
+
+    def save(self) -> None:
+        atomic_write_text(self.path, json.dumps(self.data, indent=2) + "\n", mode=0o600)
+
+    def done(self, step: Step) -> bool:
+        return step_key(step) in self.data["steps"]
+
+    def remaining(self, steps: Sequence[Step]) -> list[Step]:
+        """The steps this run has not judged yet, in their order."""
+        return [step for step in steps if not self.done(step)]
+
+    def record(self, result: StepResult) -> None:
+        step = result.step
+        self.data["steps"][step_key(step)] = {
+            "test": step.test,
+            "nodes": list(step.nodes),
+            "passed": result.passed,
+            "measured_gbs": result.measured_gbs,
+            "expected_gbs": step.expected.gbs if step.expected else None,
+            "gate_gbs": step.expected.gate_gbs if step.expected else None,
+            "source": step.expected.source if step.expected else None,
+            "reason": result.reason,
+        }
+        self.save()
+
+    def finish(self) -> None:
+        self.data["finished"] = True
+        self.save()
+
+    def verdicts(self) -> dict[str, str | None]:
+        """Each node under test: None where every step it was judged by passed, else the
+        drain reason of its first failed step. A step judges its first node (an RDMA step's
+        sender); its partner is judged by its own steps."""
+        verdict: dict[str, str | None] = dict.fromkeys(self.data["nodes"])
+        for record in self.data["steps"].values():
+            node = record["nodes"][0]
+            if not record["passed"] and verdict.get(node) is None:
+                verdict[node] = record["reason"]
+        return verdict
+
+
+def unfinished(runs: Path) -> Path | None:
+    """The newest acceptance run folder whose run did not finish, if any."""
+    if not runs.is_dir():
+        return None
+    for folder in sorted(runs.glob(f"*{RUN_SUFFIX}"), reverse=True):
+        path = folder / STATE_FILE
+        if not path.is_file():
+            continue
+        try:
+            data = json.loads(path.read_text())
+        except json.JSONDecodeError:
+            return folder
+        if not data.get("finished"):
+            return folder
+    return None
