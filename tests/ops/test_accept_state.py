@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 
 from myriad.errors import OpsError
 from myriad.ops.accept_plan import Step, StepResult
-from myriad.ops.accept_state import AcceptRun, step_key, unfinished
+from myriad.ops.accept_state import AcceptRun, step_key, summary_rows, to_junit, unfinished
 from myriad.plan.acceptance import Expected
 
 NVLINK = Expected("nccl all_reduce, one node", 360.0, 0.10, "catalog", "hand")
@@ -64,3 +65,27 @@ def test_damaged_or_foreign_state_is_an_error(tmp_path: Path) -> None:
         AcceptRun.load(run.run_dir)
     with pytest.raises(OpsError, match="no acceptance state here"):
         AcceptRun.load(tmp_path / "elsewhere")
+
+
+def test_summary_puts_failures_first_and_junit_names_the_reason(tmp_path: Path) -> None:
+    run = AcceptRun.create(tmp_path, "quick", ["n1", "n2"], "r", at=AT)
+    run.record(StepResult(DIAG1, True, None, None))
+    run.record(StepResult(DIAG2, True, None, None))
+    reason = "myriad-accept: nccl all_reduce, one node 300.0 GB/s < 0.90 x 360.0 GB/s expected"
+    run.record(StepResult(NCCL1, False, 300.0, reason))
+    rows = summary_rows(run)
+    assert [(r["node"], r["test"], r["passed"]) for r in rows] == [
+        ("n1", "nccl all_reduce, one node", False),
+        ("n1", "dcgm diag", True),
+        ("n2", "dcgm diag", True),
+    ]
+    assert rows[0]["ratio"] == pytest.approx(300.0 / 360.0)
+    assert rows[1]["ratio"] is None
+    root = ET.fromstring(to_junit(run, "lab").split("\n", 1)[1])
+    assert root.get("tests") == "3" and root.get("failures") == "1"
+    n1 = root.find("testsuite[@name='n1']")
+    assert n1 is not None and n1.get("failures") == "1"
+    failure = n1.find("testcase[@name='nccl all_reduce, one node']/failure")
+    assert failure is not None and failure.get("message") == reason
+    assert "measured: 300.0 GB/s" in (failure.text or "")
+    assert root.find("testsuite[@name='n2']/testcase/failure") is None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import time
+import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +20,7 @@ from myriad.errors import OpsError
 from myriad.fsutil import atomic_write_text
 from myriad.ops.accept_plan import Step, StepResult
 
-__all__ = ["STATE_FILE", "AcceptRun", "step_key", "unfinished"]
+__all__ = ["STATE_FILE", "AcceptRun", "step_key", "summary_rows", "to_junit", "unfinished"]
 
 STATE_FILE = "accept.json"
 RUN_SUFFIX = "-accept"
@@ -127,3 +128,55 @@ def unfinished(runs: Path) -> Path | None:
         if not data.get("finished"):
             return folder
     return None
+
+
+def summary_rows(run: AcceptRun) -> list[dict[str, Any]]:
+    """One row per judged step, failures first, then by node and test: what a summary table
+    and `--json` show (test, node, expected, measured, ratio, passed, reason)."""
+    rows = []
+    for record in run.data["steps"].values():
+        expected, measured = record["expected_gbs"], record["measured_gbs"]
+        ratio = measured / expected if expected and measured is not None else None
+        rows.append({**record, "node": record["nodes"][0], "ratio": ratio})
+    return sorted(rows, key=lambda r: (r["passed"], r["node"], r["test"]))
+
+
+def to_junit(run: AcceptRun, cluster: str) -> str:
+    """The run as JUnit XML, a suite per node and a case per test, as `validate --junit`
+    writes (validate/report.py): a failed test's message is its drain reason."""
+    by_node: dict[str, list[dict[str, Any]]] = {node: [] for node in run.data["nodes"]}
+    for row in summary_rows(run):
+        by_node.setdefault(row["node"], []).append(row)
+    failures = sum(1 for rows in by_node.values() for r in rows if not r["passed"])
+    root = ET.Element(
+        "testsuites",
+        {
+            "name": f"myriad accept {cluster} {run.data['level']}",
+            "tests": str(sum(len(rows) for rows in by_node.values())),
+            "failures": str(failures),
+        },
+    )
+    for node, rows in by_node.items():
+        suite = ET.SubElement(
+            root,
+            "testsuite",
+            {
+                "name": node,
+                "tests": str(len(rows)),
+                "failures": str(sum(1 for r in rows if not r["passed"])),
+            },
+        )
+        for row in sorted(rows, key=lambda r: r["test"]):
+            case = ET.SubElement(
+                suite, "testcase", {"classname": f"{cluster}.{node}", "name": row["test"]}
+            )
+            if not row["passed"]:
+                failure = ET.SubElement(
+                    case, "failure", {"message": row["reason"] or "", "type": row["test"]}
+                )
+                failure.text = (
+                    f"expected: {row['expected_gbs']} GB/s (gate {row['gate_gbs']}, "
+                    f"{row['source']})\nmeasured: {row['measured_gbs']} GB/s"
+                )
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
