@@ -89,13 +89,26 @@ def fabric_xml(
     return "".join(out)
 
 
-def nvidia_smi_script(xml_file: str, nvlink_file: str | None = None) -> str:
-    """A stub `nvidia-smi` that prints the file for `-q -x` (and `nvlink --status`)."""
+# A fault written here outlives nothing: /run is emptied at a (container's) reboot, as a GPU
+# that fell off the bus is back on it after a real one.
+FAULT_XML = "/run/myriad-health-test/nvidia-smi.xml"
+
+
+def nvidia_smi_script(
+    xml_file: str, nvlink_file: str | None = None, *, calls_file: str | None = None
+) -> str:
+    """A stub `nvidia-smi` that prints the file for `-q -x` (FAULT_XML instead while it
+    exists), `nvlink --status`, no compute process for `--query-compute-apps`, and answers a
+    GPU reset (`-r`) as the real one does, noting each call in `calls_file`."""
     nvlink = f'    nvlink) cat "{nvlink_file}" ;;\n' if nvlink_file else ""
+    note = f'echo "$*" >> "{calls_file}"; ' if calls_file else ""
     return (
         "#!/bin/sh\n# Test stub: answers from captures (tests/health_stubs.py).\n"
         'case "$1" in\n'
-        f'    -q) cat "{xml_file}" ;;\n{nvlink}'
+        f'    -q) if [ -s "{FAULT_XML}" ]; then cat "{FAULT_XML}"; else cat "{xml_file}"; fi ;;\n'
+        f"{nvlink}"
+        f"    --query-compute-apps=*) {note}: ;;\n"
+        f'    -r) {note}echo "All done." ;;\n'
         '    *) echo "stub nvidia-smi: $*" >&2; exit 2 ;;\n'
         "esac\n"
     )

@@ -20,7 +20,10 @@ output) and slurmd's own HealthCheckInterval (10 s) runs the checks; the test on
 server does): node02 is power-cycled with its driver not loading at that boot, and slurmd
 refuses to start there until the driver is up; then bring-up's reboot play reboots node02 at
 once and hands node01, which runs a job, to Slurm, which reboots it when the job ends and
-resumes it. One cluster for the module; `down` at the end, even on failure.
+resumes it. Then remediation (`myriad remedy`): a node drained for a missing GPU is rebooted
+through Slurm and comes back in service, and the same fault again escalates it to
+needs-hardware, with the hook's payload, while a job on the other node runs to its end.
+One cluster for the module; `down` at the end, even on failure.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ import pytest
 import yaml
 
 from health_stubs import (
+    FAULT_XML,
     TWIN_MODULE_FILE,
     gpu_xml,
     h100_spec,
@@ -70,6 +74,9 @@ HEALTH = {
     # `myriad health` gathers for a while; a run is stale only well past the interval.
     "stale_after_s": 120,
 }
+# At most one node in repair; two failing together trip the breaker (issue #29).
+REMEDIATION = {"max_nodes": 1, "breaker_nodes": 2}
+HOOK_PAYLOADS = "hook-payloads.jsonl"
 # The real XID 79 message (NVIDIA/NVSentinel issue #155; tests/samples/kernel-log).
 OFF_THE_BUS = "NVRM: Xid (PCI:0000:44:00): 79, GPU has fallen off the bus"
 
@@ -137,7 +144,9 @@ def install_stubs(cluster: Cluster, node: str, work: Path) -> None:
     cluster.run(node, "mkdir", "-p", TEST_DIR)
     cluster.write(node, f"{TEST_DIR}/nvidia-smi.xml", gpu_xml(8))
     cluster.write(
-        node, "/usr/local/bin/nvidia-smi", nvidia_smi_script(f"{TEST_DIR}/nvidia-smi.xml")
+        node,
+        "/usr/local/bin/nvidia-smi",
+        nvidia_smi_script(f"{TEST_DIR}/nvidia-smi.xml", calls_file=f"{TEST_DIR}/nvidia-smi.calls"),
     )
     cluster.run(node, "chmod", "755", "/usr/local/bin/nvidia-smi")
     cluster.run(node, "touch", f"{TEST_DIR}/kern.log")
@@ -171,7 +180,13 @@ def cluster(docker_available: None, tmp_path_factory: pytest.TempPathFactory) ->
     state = tmp_path_factory.mktemp("health-state")
     name = unique_name("health")
     spec_path = state / f"{name}.yaml"
-    spec_path.write_text(yaml.safe_dump(h100_spec(name, free_subnet(), HEALTH), sort_keys=False))
+    # The needs-hardware hook: an executable on this machine (where `myriad remedy` runs) that
+    # keeps each payload it is given on stdin.
+    hook = state / "hook"
+    hook.write_text(f"#!/bin/sh\ncat >> {state / HOOK_PAYLOADS}\necho >> {state / HOOK_PAYLOADS}\n")
+    hook.chmod(0o755)
+    policy = {**HEALTH, "remediation": {**REMEDIATION, "hook": str(hook)}}
+    spec_path.write_text(yaml.safe_dump(h100_spec(name, free_subnet(), policy), sort_keys=False))
     spec = load_spec(spec_path).spec
     made = Cluster(name, spec_path, state)
     assert made.container("node02") == container_name(spec, "node02")
@@ -397,3 +412,122 @@ def test_reboots_wait_for_the_gpu_driver_and_keep_the_running_job(cluster: Clust
         f"node02 back {recovered:.0f} s after its driver loaded; node01 rebooted by Slurm "
         f"and resumed {took:.0f} s after bring-up"
     )
+
+
+def remedy(cluster: Cluster, *args: str) -> dict[str, Any]:
+    done = myriad("remedy", str(cluster.spec), "--json", *args, state=cluster.state, timeout=600)
+    assert done.returncode in (0, 1), done.stdout[-4000:] + done.stderr[-3000:]
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
+
+
+def action_log(cluster: Cluster) -> list[tuple[str, str, str]]:
+    path = cluster.state / cluster.name / "remediation-log.json"
+    if not path.exists():
+        return []
+    return [(r["node"], r["action"], r["result"]) for r in json.loads(path.read_text())["records"]]
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_remedy_reboots_a_failed_node_then_sends_it_for_repair(cluster: Cluster) -> None:
+    """Issue #29 on the twin: fault → action → back in service, then escalation and the hook.
+
+    Real: the health runner's drain, `myriad remedy`'s decisions and their execution through
+    Slurm (`scontrol reboot ASAP nextstate=RESUME`, the role's RebootProgram restarting the
+    container), the action log, the hook. Stand-ins: the GPU's fault is the stub nvidia-smi
+    reporting 7 of 8 GPUs from /run (gone at the reboot, as a GPU that fell off the bus comes
+    back), and the twin has no BMC."""
+    for node in ("node01", "node02"):
+        if cluster.record(node).drained:
+            cluster.run("ctl01", "scontrol", "update", f"NodeName={node}", "State=RESUME")
+        cluster.wait(f"{node} idle", lambda n=node: cluster.slurm(n) == (False, ""), 60)
+    node01_started = cluster.record("node01").fields["SlurmdStartTime"]
+    job = cluster.run(
+        "ctl01", "sbatch", "--parsable", "-w", "node01", "-o", "/dev/null", "--wrap", "sleep 60"
+    ).strip()
+    cluster.wait(
+        "the job running on node01",
+        lambda: "JobState=RUNNING" in cluster.run("ctl01", "scontrol", "show", "job", job),
+        30,
+    )
+
+    def fail_a_gpu() -> None:
+        cluster.run("node02", "mkdir", "-p", os.path.dirname(FAULT_XML))
+        cluster.write("node02", FAULT_XML, gpu_xml(7))
+        cluster.wait(
+            "node02 drained for a missing GPU",
+            lambda: (
+                cluster.slurm("node02") == (True, "myriad-health: gpu.count expected 8, found 7")
+            ),
+            3 * INTERVAL_S,
+        )
+
+    fail_a_gpu()
+    dry = remedy(cluster, "--dry-run")
+    (decision,) = [d for d in dry["plan"]["decisions"] if d["node"] == "node02"]
+    assert (decision["status"], decision["action"]) == ("act", "reboot"), decision
+    assert action_log(cluster) == []  # a dry run records nothing
+    before = cluster.record("node02").fields["SlurmdStartTime"]
+    acted = remedy(cluster)
+    assert [(o["node"], o["action"], o["status"]) for o in acted["outcomes"]] == [
+        ("node02", "reboot", "done")
+    ]
+    # Slurm reboots node02 (no job there) and resumes it when slurmd registers; the fault was
+    # in /run, gone with the reboot.
+    took = cluster.wait(
+        "node02 rebooted and back in service",
+        lambda: _slurmd_back(cluster, "node02", before),
+        180,
+    )
+    settled = remedy(cluster)
+    assert [(r["node"], r["action"], r["result"]) for r in settled["settled"]] == [
+        ("node02", "reboot", "succeeded")
+    ]
+    assert action_log(cluster) == [
+        ("node02", "reboot", "started"),
+        ("node02", "reboot", "succeeded"),
+    ]
+
+    # The same fault again within the escalation window: not another reboot, the next step
+    # up for a node that answers, needs-hardware. It stays drained and the hook hears of it.
+    fail_a_gpu()
+    escalated = remedy(cluster)
+    assert [(o["node"], o["action"], o["status"]) for o in escalated["outcomes"]] == [
+        ("node02", "needs-hardware", "done")
+    ], escalated["outcomes"]
+    (payload,) = [
+        json.loads(line)
+        for line in (cluster.state / HOOK_PAYLOADS).read_text().splitlines()
+        if line.strip()
+    ]
+    assert (payload["format"], payload["node"], payload["action"]) == (
+        "myriad.remediation.hook/v1",
+        "node02",
+        "needs-hardware",
+    )
+    # What was tried before: the reboot, started and then back.
+    assert [(r["action"], r["result"]) for r in payload["history"]][:2] == [
+        ("reboot", "started"),
+        ("reboot", "succeeded"),
+    ]
+    drained, reason = cluster.slurm("node02")
+    assert drained and reason.startswith("myriad-remedy: "), reason
+    # Back only once it is tested again: a plain resume is refused.
+    refused = myriad("resume", str(cluster.spec), "node02", state=cluster.state, timeout=120)
+    assert refused.returncode != 0, refused.stdout + refused.stderr
+
+    # The job on node01 ran to its end, and node01 was never rebooted nor had a GPU reset.
+    cluster.wait(
+        "the job on node01 done",
+        lambda: "JobState=COMPLETED" in cluster.run("ctl01", "scontrol", "show", "job", job),
+        90,
+    )
+    assert cluster.record("node01").fields["SlurmdStartTime"] == node01_started
+    assert "-r" not in cluster.run("node01", "sh", "-c", f"cat {TEST_DIR}/nvidia-smi.calls || true")
+    print(f"node02: reboot decided, done and back in {took:.0f} s; then escalated")
+
+    # Put node02 back for whatever runs after: the GPU is "replaced".
+    cluster.run("node02", "rm", "-f", FAULT_XML)
+    forced = myriad("resume", str(cluster.spec), "node02", "--force", state=cluster.state)
+    assert forced.returncode == 0, forced.stdout[-3000:] + forced.stderr[-3000:]
