@@ -41,6 +41,7 @@ __all__ = [
     "is_accept_drain",
     "judge",
     "node_steps",
+    "rdma_argv",
     "release_argv",
     "reservation_argv",
     "reservation_name",
@@ -59,12 +60,14 @@ NCCL_ARGS = ("-b", "8", "-e", "8G", "-f", "2")
 class Step:
     """One job step: `test` names it in records and drain reasons; `nodes` the nodes it
     runs on (the first is the one judged: for rdma, the sender); `expected` None where the
-    tool's own verdict decides (DCGM)."""
+    tool's own verdict decides (DCGM); `server` the step to start first, in the background,
+    and reap after (ib_write_bw's server side on the partner), empty for none."""
 
     test: str
     nodes: tuple[str, ...]
     argv: tuple[str, ...]
     expected: Expected | None
+    server: tuple[str, ...] = ()
 
 
 def reservation_name(accept: Accept, run_id: str) -> str:
@@ -124,12 +127,24 @@ def node_steps(
         if other is None or fig.rdma_port is None:
             continue
         for rail, device in enumerate(rail_devices[: topo.rails]):
-            # The client, on this node, names its partner; the server side (the same command
-            # without the host name, on the partner) is the runner's to start first.
-            rdma = ("ib_write_bw", "--report_gbits", "-d", device, other)
-            argv = _srun(reservation, (name,), 0, rdma)
-            steps.append(Step(f"rdma rail {rail}", (name, other), argv, fig.rdma_port))
+            # The client, on this node, names its partner; the server side, the same command
+            # without the host name, runs on the partner first (perftest(1): the server
+            # waits for one client, then exits).
+            server, client = rdma_argv(reservation, device, name, other)
+            steps.append(Step(f"rdma rail {rail}", (name, other), client, fig.rdma_port, server))
     return tuple(steps)
+
+
+def rdma_argv(
+    reservation: str, device: str, client: str, server: str
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """ib_write_bw's two sides on `device`, each an srun step: the server's, to start first
+    on `server`, and the client's on `client`, which connects to it."""
+    tool = ("ib_write_bw", "--report_gbits", "-d", device)
+    return (
+        _srun(reservation, (server,), 0, tool),
+        _srun(reservation, (client,), 0, (*tool, server)),
+    )
 
 
 def drain_reason(step: Step, measured_gbs: float | None, failed: Sequence[str] = ()) -> str:
