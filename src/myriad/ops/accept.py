@@ -40,6 +40,7 @@ __all__ = [
     "carry_out",
     "group_measure",
     "run_step",
+    "wait_for_server",
 ]
 
 # How long ib_write_bw's server side is given to listen before its client connects: the
@@ -90,7 +91,8 @@ def _judged(step: Step, status: int, output: str) -> StepResult:
     return result
 
 
-def _sleep_for_server() -> None:
+def wait_for_server() -> None:
+    """Give a server side `SERVER_START_S` to listen."""
     time.sleep(SERVER_START_S)
 
 
@@ -148,7 +150,7 @@ def carry_out(
     duration_s: int,
     retest: bool = False,
     search: SearchPlan | None = None,
-    settle: Callable[[], None] = _sleep_for_server,
+    settle: Callable[[], None] = wait_for_server,
 ) -> AcceptResult:
     """Run the steps `run` has not judged yet inside a reservation on its nodes, then (with
     `search`) the slow-node search, then drain each failed node with its reason; with
@@ -184,7 +186,7 @@ def group_measure(
     gpus: int,
     *,
     rail_devices: Sequence[str] = (),
-    settle: Callable[[], None] = _sleep_for_server,
+    settle: Callable[[], None] = wait_for_server,
 ) -> Callable[[GroupTest], float]:
     """The slow-node search's measuring function: an `nccl` or `nvlink` test as an srun step
     of all_reduce_perf over its nodes, its busbw at the largest message; an `rdma` test as
