@@ -18,92 +18,23 @@ from pathlib import Path
 
 import pytest
 
-from accept_stubs import dcgm_output, ib_write_bw_output, nccl_output
+from accept_fakes import NODES, Controller
+from accept_stubs import gpu_twin_spec
 from myriad.bringup.lock import hold_cluster_lock
 from myriad.errors import ClusterBusy, OpsInputError
 from myriad.ops.accept_cluster import SlurmCommands, accept
-from myriad.ops.slurm import Completed, Slurm
+from myriad.ops.slurm import Slurm
 
 ROOT = Path(__file__).resolve().parents[2]
-NODES = ("node01", "node02", "node03", "node04")
 
 
 @pytest.fixture
 def spec(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("MYRIAD_STATE_DIR", str(tmp_path / "state"))
-    text = (ROOT / "inventories" / "local" / "cluster.yaml").read_text()
-    text = text.replace("  name: local", "  name: acc-twin")
-    text = text.replace(
-        "    memory_gib: 2\n",
-        "    memory_gib: 2\n  gpunode:\n    gpu: {model: H100-SXM5-80GB, count: 8}\n"
-        "    cpu: {sockets: 1, cores_per_socket: 2, threads_per_core: 1}\n    memory_gib: 2\n"
-        "    nics:\n      compute: {model: ConnectX-7, count: 8}\n",
-        1,
-    )
-    text = text.replace(
-        "{name: node, profile: container, count: 3, role: compute}",
-        "{name: node, profile: gpunode, count: 4, role: compute}",
-    )
-    text = text.replace(
-        "  orchestrator: slurm\n",
-        '  orchestrator: slurm\n  nvidia_driver: "580"\n  slurm: {no_containers: true}\n',
-    )
+    text = gpu_twin_spec((ROOT / "inventories" / "local" / "cluster.yaml").read_text(), "acc-twin")
     path = tmp_path / "cluster.yaml"
     path.write_text(text)
     return path
-
-
-class Controller:
-    """Slurm's node states and updates (through `Slurm`'s runner), and the test steps (as
-    `Commands`), measured from one slow node."""
-
-    def __init__(self, slow: str = "", reasons: dict[str, str] | None = None) -> None:
-        self.slow = slow
-        self.reasons = reasons or {}
-        self.updates: list[tuple[str, ...]] = []
-        self.steps: list[tuple[str, ...]] = []
-        self.drained: dict[str, str] = {}
-        self.resumed: list[str] = []
-
-    def slurm(self) -> Slurm:
-        def answer(argv: Sequence[str]) -> Completed:
-            if argv[0] == "sinfo":
-                lines = [
-                    f"{n}|{'drained' if n in self.reasons else 'idle'}|"
-                    f"{self.reasons.get(n, 'none')}"
-                    for n in NODES
-                ]
-                return Completed(0, "\n".join(lines) + "\n", "")
-            self.updates.append(tuple(argv))
-            return Completed(0, "", "")
-
-        return Slurm(["ctl"], run=answer)
-
-    def run(self, argv: Sequence[str]) -> tuple[int, str]:
-        self.steps.append(tuple(argv))
-        if argv[0] == "scontrol":
-            return 0, ""
-        nodes = next(a for a in argv if a.startswith("--nodelist=")).split("=", 1)[1].split(",")
-        if "dcgmi" in argv:
-            return 0, dcgm_output()
-        if "ib_write_bw" in argv:
-            return 0, ib_write_bw_output(214.2)
-        if len(nodes) == 1:
-            return 0, nccl_output(150.0 if self.slow in nodes else 360.0)
-        return 0, nccl_output(100.0 if self.slow in nodes else 214.2)
-
-    def start(self, argv: Sequence[str]) -> object:
-        self.steps.append(("start", *argv))
-        return None
-
-    def reap(self, handle: object) -> None:
-        self.steps.append(("reap",))
-
-    def drain(self, node: str, reason: str) -> None:
-        self.drained[node] = reason
-
-    def resume(self, node: str) -> None:
-        self.resumed.append(node)
 
 
 def _accept(spec: Path, ctl: Controller, level: str = "quick", **kw: object) -> object:
@@ -186,6 +117,17 @@ def test_bad_input_and_a_busy_cluster(spec: Path, tmp_path: Path) -> None:
         _accept(spec, Controller(), resume=True)
     with hold_cluster_lock(tmp_path / "state" / "acc-twin", "roll"), pytest.raises(ClusterBusy):
         _accept(spec, Controller())
+
+
+def test_nodes_without_gpus_are_refused_before_a_run_begins(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MYRIAD_STATE_DIR", str(tmp_path / "state"))
+    plain = ROOT / "inventories" / "local" / "cluster.yaml"  # CPU-only containers
+    ctl = Controller()
+    with pytest.raises(OpsInputError, match="node01, node02, node03: not a GPU node"):
+        accept(plain, "quick", slurm=ctl.slurm(), commands=ctl)
+    assert not (tmp_path / "state" / "local" / "runs").exists() and ctl.steps == []
 
 
 def test_slurm_commands_return_stderr_time_out_and_reap(tmp_path: Path) -> None:

@@ -17,8 +17,9 @@ from __future__ import annotations
 import shlex
 import subprocess
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
@@ -27,8 +28,9 @@ from myriad.ops.accept import AcceptResult, Commands, SearchPlan, carry_out, wai
 from myriad.ops.accept_plan import Level, node_steps, reservation_name, select_nodes
 from myriad.ops.accept_state import AcceptRun, summary_rows, unfinished
 from myriad.ops.slurm import Slurm, controller_command
+from myriad.plan.acceptance import ProfileFigures
 from myriad.plan.ports import ports
-from myriad.plan.slow_nodes import search_inputs
+from myriad.plan.slow_nodes import AcceptTopology, search_inputs
 from myriad.provision.resolve import ResolvedCluster, resolve_cluster
 
 __all__ = ["STEP_TIMEOUT_S", "AcceptOutcome", "SlurmCommands", "accept", "reservation_hours"]
@@ -148,6 +150,19 @@ def _devices(cluster: ResolvedCluster, profile: str) -> tuple[str, ...]:
     return tuple(port.device for port in found)
 
 
+def _testable(
+    topo: AcceptTopology, figures: Mapping[str, ProfileFigures], nodes: Sequence[str]
+) -> None:
+    """Every node under test a GPU node with a place in the planned fabric, or exit 2."""
+    known = {node.name for node in topo.nodes}
+    missing = [n for n in nodes if n not in known or topo.node(n).profile not in figures]
+    if missing:
+        raise OpsInputError(
+            f"{', '.join(missing)}: not a GPU node with a place in the compute fabric; "
+            "`myriad accept` tests GPU nodes (narrow with --limit)"
+        )
+
+
 def _begin(
     cluster: ResolvedCluster,
     slurm: Slurm,
@@ -155,6 +170,7 @@ def _begin(
     level: Level,
     limit: Sequence[str],
     nodes_from: Literal["all", "drained"],
+    check: Callable[[Sequence[str]], None],
 ) -> AcceptRun:
     compute = list(cluster.inventory.groups.get("compute", ()))
     reasons = {name: state.reason for name, state in slurm.nodes(compute).items()}
@@ -165,6 +181,7 @@ def _begin(
     if not chosen:
         what = "drained by accept" if nodes_from == "drained" else "chosen"
         raise OpsInputError(f"no compute node is {what}: nothing to test")
+    check(chosen)
     # A run folder and its reservation are named by the second the run began; a run that
     # follows another within the second takes the next free one.
     moment = time.time()
@@ -200,6 +217,9 @@ def accept(
     spec = cluster.spec
     if spec.software.orchestrator != "slurm":
         raise OpsInputError(f"{spec_path}: `myriad accept` runs its tests as Slurm job steps")
+    if cluster.plan.fabric is None:
+        raise OpsInputError(f"{spec_path}: the plan has no fabric to test")
+    topo, figures = search_inputs(spec, cluster.loaded.catalog, cluster.plan.fabric)
     state = cluster_state(spec.metadata.name)
     runs = state.root / "runs"
     slurm = slurm or Slurm.of(cluster.inventory)
@@ -209,20 +229,12 @@ def accept(
             if folder is None:
                 raise OpsInputError(f"no unfinished acceptance under {runs} to resume")
             run = AcceptRun.load(folder)
+            _testable(topo, figures, run.data["nodes"])
         else:
-            run = _begin(cluster, slurm, runs, level, limit, nodes_from)
+            check = partial(_testable, topo, figures)
+            run = _begin(cluster, slurm, runs, level, limit, nodes_from, check)
         run_level: Level = run.data["level"]
         nodes = list(run.data["nodes"])
-        if cluster.plan.fabric is None:
-            raise OpsInputError(f"{spec_path}: the plan has no fabric to test")
-        topo, figures = search_inputs(spec, cluster.loaded.catalog, cluster.plan.fabric)
-        known = {node.name for node in topo.nodes}
-        missing = [n for n in nodes if n not in known or topo.node(n).profile not in figures]
-        if missing:
-            raise OpsInputError(
-                f"{', '.join(missing)}: no GPU profile with a compute fabric place; "
-                "`myriad accept` tests GPU nodes"
-            )
         profile = topo.node(nodes[0]).profile
         fig = figures[profile]
         devices = _devices(cluster, profile) if fig.rdma_port is not None else ()
