@@ -9,7 +9,7 @@ import pytest
 
 from accept_stubs import dcgm_output, ib_write_bw_output, nccl_output
 from myriad.errors import OpsError
-from myriad.ops.accept import SearchPlan, carry_out, group_measure
+from myriad.ops.accept import AcceptResult, SearchPlan, carry_out, group_measure
 from myriad.ops.accept_plan import Step, rdma_argv
 from myriad.ops.accept_state import AcceptRun, summary_rows
 from myriad.plan.acceptance import Expected, ProfileFigures
@@ -208,11 +208,11 @@ class FabricFake(FakeSlurm):
             return 0, dcgm_output()
         if len(nodes) == 1:
             return 0, nccl_output(150.0 if self.slow_node in nodes else 360.0)
-        slow = {self.slow_node, self.slow_link} & set(nodes)
-        return 0, nccl_output(50.0 if slow else 100.0)
+        ring_slow = bool({self.slow_node, self.slow_link} & set(nodes))
+        return 0, nccl_output(50.0 if ring_slow else 100.0)
 
 
-def _search_run(tmp_path: Path, slurm: FabricFake) -> tuple[AcceptRun, object]:
+def _search_run(tmp_path: Path, slurm: FabricFake) -> tuple[AcceptRun, AcceptResult]:
     steps = [_step("dcgm diag", n, "dcgmi", None) for n in ("n1", "n2", "n3", "n4")]
     run = AcceptRun.create(tmp_path, "full", ["n1", "n2", "n3", "n4"], "r")
     plan = SearchPlan(TOPO, {"gpu": GPU}, 8, DEVICES)
@@ -222,7 +222,7 @@ def _search_run(tmp_path: Path, slurm: FabricFake) -> tuple[AcceptRun, object]:
 def test_full_names_the_slow_node_with_expected_and_measured(tmp_path: Path) -> None:
     slurm = FabricFake(slow_node="n3")
     run, result = _search_run(tmp_path, slurm)
-    assert result.drained == ("n3",)  # type: ignore[attr-defined]
+    assert result.drained == ("n3",)
     assert slurm.drained["n3"].startswith("myriad-accept: search: node n3: ")
     assert "150 GB/s of 360 expected (0.42, gate 324)" in slurm.drained["n3"]
     row = summary_rows(run)[0]
@@ -242,7 +242,7 @@ def test_full_names_the_slow_node_with_expected_and_measured(tmp_path: Path) -> 
 def test_full_names_a_slow_link_and_its_rail(tmp_path: Path) -> None:
     slurm = FabricFake(slow_link="n2")
     run, result = _search_run(tmp_path, slurm)
-    assert result.drained == ("n2",)  # type: ignore[attr-defined]
+    assert result.drained == ("n2",)
     assert slurm.drained["n2"].startswith("myriad-accept: search: link n2 rail 1 -> leaf-b: ")
     row = summary_rows(run)[0]
     assert (row["expected_gbs"], row["measured_gbs"]) == (48.0, pytest.approx(12.5))
@@ -258,7 +258,7 @@ def test_full_passes_a_healthy_fabric_and_a_resume_does_not_search_again(
 ) -> None:
     slurm = FabricFake()
     run, result = _search_run(tmp_path, slurm)
-    assert result.passed and result.drained == ()  # type: ignore[attr-defined]
+    assert result.passed and result.drained == ()
     assert run.data["search"] == {"rounds": 1, "tests": 1, "findings": 0}
     again = FabricFake(slow_node="n1")
     plan = SearchPlan(TOPO, {"gpu": GPU}, 8, DEVICES)

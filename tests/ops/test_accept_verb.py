@@ -15,6 +15,7 @@ import subprocess
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,7 +23,8 @@ from accept_fakes import NODES, Controller
 from accept_stubs import gpu_twin_spec
 from myriad.bringup.lock import hold_cluster_lock
 from myriad.errors import ClusterBusy, OpsInputError
-from myriad.ops.accept_cluster import SlurmCommands, accept
+from myriad.ops.accept_cluster import AcceptOutcome, SlurmCommands, accept
+from myriad.ops.accept_plan import Level
 from myriad.ops.slurm import Slurm
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,14 +39,14 @@ def spec(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return path
 
 
-def _accept(spec: Path, ctl: Controller, level: str = "quick", **kw: object) -> object:
+def _accept(spec: Path, ctl: Controller, level: Level = "quick", **kw: Any) -> AcceptOutcome:
     return accept(
         spec,
         level,
         slurm=ctl.slurm(),
         commands=ctl,
         settle=lambda: None,
-        **kw,  # type: ignore[arg-type]
+        **kw,
     )
 
 
@@ -54,9 +56,9 @@ def test_quick_drains_the_node_whose_nvlink_is_slow(spec: Path, tmp_path: Path) 
     assert ctl.drained == {
         "node03": "myriad-accept: nccl all_reduce, one node 150.0 GB/s < 0.90 x 360.0 GB/s expected"
     }
-    result = outcome.result  # type: ignore[attr-defined]
+    result = outcome.result
     assert not result.passed and result.drained == ("node03",)
-    run_dir = outcome.run.run_dir  # type: ignore[attr-defined]
+    run_dir = outcome.run.run_dir
     assert run_dir.parent == tmp_path / "state" / "acc-twin" / "runs"
     assert run_dir.name.endswith("-accept")
     record = json.loads((run_dir / "accept.json").read_text())
@@ -68,7 +70,7 @@ def test_quick_drains_the_node_whose_nvlink_is_slow(spec: Path, tmp_path: Path) 
     assert ctl.steps[first + 1][-1] == ctl.steps[first][3].split("=")[1]
     assert ctl.steps[first + 2] == ("reap",)
     assert record["reservation"].startswith("myriad-accept-")
-    document = outcome.to_dict()  # type: ignore[attr-defined]
+    document = outcome.to_dict()
     assert document["steps"][0]["node"] == "node03" and not document["steps"][0]["passed"]
 
 
@@ -83,12 +85,12 @@ def test_full_finds_the_slow_node_then_drained_retest_resumes_it(spec: Path) -> 
     )
     groups = [s for s in ctl.steps if "all_reduce_perf" in s and "--nodes=1" not in s]
     assert any("--nodelist=node01,node02,node03,node04" in s for s in groups)
-    assert outcome.run.data["search"]["rounds"] >= 3  # type: ignore[attr-defined]
+    assert outcome.run.data["search"]["rounds"] >= 3
     # Repaired: only the node accept drained is tested again, and resumed when it passes.
     again = Controller(reasons={"node02": ctl.drained["node02"], "node04": "myriad: drain by x"})
     retest = _accept(spec, again, "quick", nodes_from="drained")
-    assert retest.run.data["nodes"] == ["node02"]  # type: ignore[attr-defined]
-    assert retest.result.passed and again.resumed == ["node02"]  # type: ignore[attr-defined]
+    assert retest.run.data["nodes"] == ["node02"]
+    assert retest.result.passed and again.resumed == ["node02"]
 
 
 def test_resume_continues_the_unfinished_run_at_its_level(spec: Path) -> None:
@@ -102,10 +104,10 @@ def test_resume_continues_the_unfinished_run_at_its_level(spec: Path) -> None:
         _accept(spec, Killed())
     ctl = Controller()
     outcome = _accept(spec, ctl, "full", resume=True)  # the level is the run's, not this one
-    assert outcome.run.data["level"] == "quick"  # type: ignore[attr-defined]
+    assert outcome.run.data["level"] == "quick"
     dcgm = [s for s in ctl.steps if "dcgmi" in s]
     assert [s[2] for s in dcgm] == ["--nodelist=node02", "--nodelist=node03", "--nodelist=node04"]
-    assert outcome.result.passed  # type: ignore[attr-defined]
+    assert outcome.result.passed
 
 
 def test_bad_input_and_a_busy_cluster(spec: Path, tmp_path: Path) -> None:
