@@ -93,6 +93,20 @@ def test_full_finds_the_slow_node_then_drained_retest_resumes_it(spec: Path) -> 
     assert retest.result.passed and again.resumed == ["node02"]
 
 
+def test_full_cannot_clear_a_lone_drained_node_and_does_not_resume_it(spec: Path) -> None:
+    # One node under test has no cleared partner: NVLink passes, no rail can be tested, so
+    # the search leaves it unresolved; the run fails, the node stays drained, not drained again.
+    reason = "myriad-accept: search: node node02: earlier"
+    ctl = Controller(reasons={"node02": reason})
+    outcome = _accept(spec, ctl, "full", nodes_from="drained")
+    assert outcome.run.data["nodes"] == ["node02"]
+    assert not outcome.result.passed and ctl.resumed == [] and ctl.drained == {}
+    assert outcome.result.elsewhere == (
+        "myriad-accept: search: unresolved node02: no cleared partner; NVLink and every rail "
+        "pass alone",
+    )
+
+
 def test_resume_continues_the_unfinished_run_at_its_level(spec: Path) -> None:
     class Killed(Controller):
         def run(self, argv: Sequence[str]) -> tuple[int, str]:

@@ -173,7 +173,12 @@ def carry_out(
     drained = tuple(node for node, reason in verdicts.items() if reason is not None)
     for node in drained:
         commands.drain(node, str(verdicts[node]))
-    resumed = tuple(n for n, r in verdicts.items() if r is None) if retest else ()
+    # A node the search could not clear (an unresolved finding names it) is not drained
+    # again, but not resumed either: it passed nothing that shows it is fast.
+    unsure = run.unresolved_nodes()
+    resumed = (
+        tuple(n for n, r in verdicts.items() if r is None and n not in unsure) if retest else ()
+    )
     for node in resumed:
         commands.resume(node)
     run.finish()

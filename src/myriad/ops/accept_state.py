@@ -128,6 +128,15 @@ class AcceptRun:
             }
         self.save()
 
+    def unresolved_nodes(self) -> frozenset[str]:
+        """The nodes the search named as unresolved, alone or in a group slow together."""
+        return frozenset(
+            name
+            for record in self.data["steps"].values()
+            if record["test"] == "search: unresolved"
+            for name in record["nodes"][0].split(",")
+        )
+
     def placeless_failures(self) -> tuple[str, ...]:
         """The reasons of failed records that drain no node under test."""
         nodes = set(self.data["nodes"])
