@@ -6,18 +6,35 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from accept_stubs import dcgm_output, ib_write_bw_output, nccl_output
+from accept_stubs import SAMPLES, dcgm_output, ib_write_bw_output, nccl_output
 from myriad.ops.slurm import Completed, Slurm
 
 NODES = ("node01", "node02", "node03", "node04")
+# `nvidia-smi -q -x` of two RTX A5000 (driver 590), each GPU on a x16 link.
+GPU_SAMPLE = SAMPLES / "nvidia-smi-q-x" / "rtx-a5000-x2_v13_drv590.44.01.xml"
+
+
+def gpu_sample(narrow: bool = False) -> str:
+    """The capture; `narrow`: its first GPU's link trained at x8 of x16."""
+    text = GPU_SAMPLE.read_text()
+    if narrow:
+        text = text.replace(
+            "<current_link_width>16x</current_link_width>",
+            "<current_link_width>8x</current_link_width>",
+            1,
+        )
+    return text
 
 
 class Controller:
     """Slurm's node states and updates (through `Slurm`'s runner), and the test steps (as
     `Commands`), measured from one slow node."""
 
-    def __init__(self, slow: str = "", reasons: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, slow: str = "", reasons: dict[str, str] | None = None, narrow: str = ""
+    ) -> None:
         self.slow = slow
+        self.narrow = narrow
         self.reasons = reasons or {}
         self.updates: list[tuple[str, ...]] = []
         self.steps: list[tuple[str, ...]] = []
@@ -45,6 +62,8 @@ class Controller:
         nodes = next(a for a in argv if a.startswith("--nodelist=")).split("=", 1)[1].split(",")
         if "dcgmi" in argv:
             return 0, dcgm_output()
+        if "nvidia-smi" in argv:
+            return 0, gpu_sample(narrow=self.narrow in nodes)
         if "ib_write_bw" in argv:
             return 0, ib_write_bw_output(214.2)
         if len(nodes) == 1:

@@ -11,7 +11,7 @@ group tests (`plan/slow_nodes.py`) are measured by `group_measure`, which runs e
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -37,6 +37,7 @@ __all__ = [
     "AcceptResult",
     "Commands",
     "SearchPlan",
+    "burn_in_steps",
     "carry_out",
     "group_measure",
     "run_step",
@@ -145,14 +146,15 @@ def _search(
 def carry_out(
     commands: Commands,
     run: AcceptRun,
-    steps: Sequence[Step],
+    steps: Iterable[Step],
     *,
     duration_s: int,
     retest: bool = False,
     search: SearchPlan | None = None,
     settle: Callable[[], None] = wait_for_server,
 ) -> AcceptResult:
-    """Run the steps `run` has not judged yet inside a reservation on its nodes, then (with
+    """Run the steps `run` has not judged yet (taken one at a time, so a burn-in's cycles
+    can be made as the clock goes) inside a reservation on its nodes, then (with
     `search`) the slow-node search, then drain each failed node with its reason; with
     `retest` (`--nodes-from drained`), resume each node that passed. The reservation is
     released even when a step raises. `settle` waits for a server side to listen."""
@@ -162,7 +164,9 @@ def carry_out(
     if status != 0 and "exists" not in output:  # a resumed run finds its reservation
         raise OpsError(f"could not reserve the nodes under test: {output.strip()}")
     try:
-        for step in run.remaining(steps):
+        for step in steps:
+            if run.done(step):
+                continue
             status, output = run_step(commands, step.argv, step.server, settle)
             run.record(_judged(step, status, output))
         if search is not None and not run.searched:
@@ -183,6 +187,31 @@ def carry_out(
         commands.resume(node)
     run.finish()
     return AcceptResult(run.run_dir, verdicts, drained, resumed, run.placeless_failures())
+
+
+def burn_in_steps(
+    run: AcceptRun,
+    cycle: Callable[[int], Sequence[Step]],
+    duration_s: int,
+    clock: Callable[[], float] = time.time,
+) -> Iterator[Step]:
+    """The burn-in's cycles (`accept_plan.burn_in_cycle`), one after another until
+    `duration_s` has passed since the first began: at least one, and a cycle begun is run to
+    its end. The start is kept in the run (wall-clock time, so a resumed run counts the time
+    already spent) and judged cycles are skipped."""
+    if "burn_in_started" not in run.data:
+        run.data["burn_in_started"] = clock()
+        run.save()
+    started = float(run.data["burn_in_started"])
+    number = 0
+    while True:
+        steps = cycle(number)
+        done = [run.done(step) for step in steps]
+        if not all(done):
+            if not any(done) and number > 0 and clock() - started >= duration_s:
+                return
+            yield from steps
+        number += 1
 
 
 def group_measure(

@@ -17,15 +17,30 @@ from __future__ import annotations
 import shlex
 import subprocess
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
+from itertools import chain
 from pathlib import Path
 from typing import Any, Literal
 
 from myriad.errors import OpsError, OpsInputError
-from myriad.ops.accept import AcceptResult, Commands, SearchPlan, carry_out, wait_for_server
-from myriad.ops.accept_plan import Level, node_steps, reservation_name, select_nodes
+from myriad.ops.accept import (
+    AcceptResult,
+    Commands,
+    SearchPlan,
+    burn_in_steps,
+    carry_out,
+    wait_for_server,
+)
+from myriad.ops.accept_plan import (
+    Level,
+    Step,
+    burn_in_cycle,
+    node_steps,
+    reservation_name,
+    select_nodes,
+)
 from myriad.ops.accept_state import AcceptRun, summary_rows, unfinished
 from myriad.ops.slurm import Slurm, controller_command
 from myriad.plan.acceptance import ProfileFigures
@@ -207,9 +222,11 @@ def accept(
     slurm: Slurm | None = None,
     commands: Commands | None = None,
     settle: Callable[[], None] | None = None,
+    clock: Callable[[], float] = time.time,
 ) -> AcceptOutcome:
     """`myriad accept SPEC --level LEVEL`, or `--resume` of the last unfinished run (its own
-    level and nodes). `slurm` and `commands` replace the controller (tests)."""
+    level and nodes). `slurm` and `commands` replace the controller, `clock` the burn-in's
+    wall clock (tests)."""
     from myriad.bringup.flow import cluster_state
     from myriad.bringup.lock import hold_cluster_lock
 
@@ -239,7 +256,13 @@ def accept(
         fig = figures[profile]
         devices = _devices(cluster, profile) if fig.rdma_port is not None else ()
         reservation = str(run.data["reservation"])
-        steps = node_steps(run_level, nodes, topo, figures, spec.accept, reservation, devices)
+        steps: Iterable[Step] = node_steps(
+            run_level, nodes, topo, figures, spec.accept, reservation, devices
+        )
+        if run_level == "burn-in":
+            cycle = partial(burn_in_cycle, nodes=nodes, topo=topo, figures=figures,
+                            accept=spec.accept, reservation=reservation)  # fmt: skip
+            steps = chain(steps, burn_in_steps(run, cycle, spec.accept.burn_in_s, clock))
         search = SearchPlan(topo, figures, fig.gpus, devices) if run_level != "quick" else None
         ours = commands or SlurmCommands(controller_command(cluster.inventory), slurm)
         hours = reservation_hours(run_level, spec.accept.burn_in_s)

@@ -95,6 +95,7 @@ class AcceptRun:
             "gate_gbs": step.expected.gate_gbs if step.expected else None,
             "source": step.expected.source if step.expected else None,
             "reason": result.reason,
+            "drains": not step.group,
         }
         self.save()
 
