@@ -42,6 +42,7 @@ def test_a_cycle_stresses_every_node_loads_each_leaf_and_samples_after() -> None
     assert steps[0].argv[-4:] == ("diag", "-r", "4", "-j")
     ring = steps[4]
     assert ring.group and ring.expected == RING and "--nodes=3" in ring.argv
+    assert "--mpi=pmix" in ring.argv and "--mpi=pmix" not in steps[0].argv
     assert steps[-1].argv[-3:] == ("nvidia-smi", "-q", "-x")
 
 

@@ -129,6 +129,10 @@ def test_group_measure_reads_busbw_and_unreadable_is_zero() -> None:
     measure = group_measure(slurm, "r", 8)
     assert measure(GroupTest("nccl", ("n1", "n2"), "leaf")) == pytest.approx(123.45)
     assert "--nodes=2" in slurm.calls[0] and "--gpus-per-node=8" in slurm.calls[0]
+    assert "--mpi=pmix" in slurm.calls[0]  # one MPI job over the group, not a test per node
+    slurm.outputs[("all_reduce_perf", "n1")] = nccl_output(300.0)
+    assert measure(GroupTest("nvlink", ("n1",), "node")) == pytest.approx(300.0)
+    assert "--mpi=pmix" not in slurm.calls[-1]
     slurm.outputs[("all_reduce_perf", "n1,n2")] = nccl_output(123.45)[:200]
     assert measure(GroupTest("nccl", ("n1", "n2"), "leaf")) == 0.0
 

@@ -21,6 +21,7 @@ from myriad.node.parsers.common import ParseFailure
 from myriad.node.parsers.nccl_tests import parse_nccl_tests
 from myriad.node.parsers.perftest import parse_perftest_bw
 from myriad.ops.accept_plan import (
+    MPI_ARGS,
     NCCL_ARGS,
     Step,
     StepResult,
@@ -250,6 +251,7 @@ def group_measure(
             f"--nodes={len(test.nodes)}",
             "--ntasks-per-node=1",
             f"--gpus-per-node={gpus}",
+            *(MPI_ARGS if len(test.nodes) > 1 else ()),
             "all_reduce_perf",
             *NCCL_ARGS,
             "-g",

@@ -59,6 +59,10 @@ ACCEPT_PREFIX = "myriad-accept: "
 # nccl-tests' sweep: 8 bytes to the 8 GB the expected figures are stated at (REFERENCE.md:
 # operators gate at one large message size, 8-16 GB).
 NCCL_ARGS = ("-b", "8", "-e", "8G", "-f", "2")
+# A run over several nodes is one MPI job, its ranks wired up by Slurm's PMIx, as validate
+# --perf launches all_reduce_perf (validate/perf.py, allreduce_srun); without it each node's
+# task would run a test of its own.
+MPI_ARGS = ("--mpi=pmix",)
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +95,7 @@ def _srun(
         f"--nodes={len(nodes)}",
         "--ntasks-per-node=1",
         *((f"--gpus-per-node={gpus}",) if gpus else ()),
+        *MPI_ARGS[: len(MPI_ARGS) if len(nodes) > 1 else 0],
         *tool,
     )
 
