@@ -88,3 +88,26 @@ def standin_script(tool: str, output_file: str) -> str:
         "figures (tests/accept_stubs.py).\n"
         f'cat "{output_file}"\n'
     )
+
+
+def gpu_twin_spec(local_spec: str, name: str, nodes: int = 4) -> str:
+    """The local twin's spec (inventories/local/cluster.yaml's text) with `nodes` compute
+    nodes of eight H100 GPUs and eight ConnectX-7 ports: the stand-ins give them figures,
+    the plan its expected ones. The containers have neither; only the spec says so."""
+    text = local_spec.replace("  name: local", f"  name: {name}")
+    text = text.replace(
+        "    memory_gib: 2\n",
+        "    memory_gib: 2\n  gpunode:\n    gpu: {model: H100-SXM5-80GB, count: 8}\n"
+        "    cpu: {sockets: 1, cores_per_socket: 2, threads_per_core: 1}\n    memory_gib: 2\n"
+        "    nics:\n      compute: {model: ConnectX-7, count: 8}\n",
+        1,
+    )
+    text = text.replace(
+        "{name: node, profile: container, count: 3, role: compute}",
+        f"{{name: node, profile: gpunode, count: {nodes}, role: compute}}",
+    )
+    # A GPU cluster needs a driver branch, and without vouched Enroot checksums, no containers.
+    return text.replace(
+        "  orchestrator: slurm\n",
+        '  orchestrator: slurm\n  nvidia_driver: "580"\n  slurm: {no_containers: true}\n',
+    )

@@ -46,3 +46,9 @@ def test_sub_verbs_and_options_of_that_command(tmp_path: Path) -> None:
 def test_a_file_completes_as_a_file(tmp_path: Path) -> None:
     (tmp_path / "cluster.yaml").write_text("")
     assert _complete(tmp_path, "myriad plan clu") == ["cluster.yaml"]
+
+
+def test_accept_and_its_options_complete(tmp_path: Path) -> None:
+    assert "accept" in _complete(tmp_path, "myriad ac")
+    options = _complete(tmp_path, "myriad accept spec.yaml --")
+    assert {"--level", "--limit", "--nodes-from", "--resume", "--json", "--junit"} <= set(options)

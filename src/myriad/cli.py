@@ -652,6 +652,41 @@ def _cmd_roll(args: argparse.Namespace, out: Console, err: Console) -> int:
     return _roll_outcome(args, out, err, lambda p: roll(args.spec, p, options, **where))
 
 
+def _cmd_accept(args: argparse.Namespace, out: Console, err: Console) -> int:
+    """0 when every node passed, 1 when one failed (drained) or the fabric above the nodes
+    did, 2 on bad input."""
+    from myriad.errors import OpsInputError
+    from myriad.ops.accept_cluster import accept
+    from myriad.ops.accept_state import to_junit
+
+    if args.level is None and not args.resume:
+        raise OpsInputError("myriad accept: --level quick|full|burn-in is required (or --resume)")
+    if args.junit is not None:
+        _output_file("--junit", args.junit, ".xml")
+    outcome = accept(
+        args.spec,
+        args.level or "quick",
+        limit=_split(args.limit) or (),
+        nodes_from=args.nodes_from,
+        resume=args.resume,
+        stack=args.stack,
+        stack_outputs=args.stack_outputs,
+    )
+    if args.junit is not None:
+        args.junit.write_text(to_junit(outcome.run, outcome.cluster))
+    if args.json:
+        sys.stdout.write(json.dumps({"format": JSON_FORMAT, **outcome.to_dict()}, indent=2) + "\n")
+    else:
+        from myriad.views.accept import print_accept
+
+        print_accept(out, outcome)
+    if args.junit is not None:
+        (err if args.json else out).print(
+            f"JUnit XML written to {args.junit}", markup=False, soft_wrap=True
+        )
+    return EXIT_OK if outcome.result.passed else EXIT_PROBLEM
+
+
 def _cmd_replace(args: argparse.Namespace, out: Console, err: Console) -> int:
     from myriad.ops.replace import replace
 
@@ -800,6 +835,32 @@ def _add_ops_commands(commands: argparse._SubParsersAction[argparse.ArgumentPars
         help="the outcome as JSON (with --plan: the plan); the lines as it goes on stderr",
     )
     roll.set_defaults(handler=_cmd_roll)
+
+    accept = commands.add_parser(
+        "accept",
+        help="acceptance before production: DCGM, NCCL and RDMA as Slurm job steps, judged "
+        "against the plan; failed nodes drained",
+    )
+    accept.add_argument("spec", type=Path, help="the cluster.yaml")
+    accept.add_argument(
+        "--level",
+        choices=("quick", "full", "burn-in"),
+        help="quick (minutes), full (DCGM level 3 and the slow-node search) or burn-in (hours)",
+    )
+    accept.add_argument("--limit", metavar="NODES", help="only these comma-separated nodes")
+    accept.add_argument(
+        "--nodes-from",
+        choices=("drained",),
+        default="all",
+        help="drained: re-test the nodes accept drained; those that pass are resumed",
+    )
+    accept.add_argument(
+        "--resume", action="store_true", help="continue the last unfinished acceptance"
+    )
+    cluster_source(accept)
+    accept.add_argument("--json", action="store_true", help="the outcome as JSON")
+    accept.add_argument("--junit", type=Path, metavar="FILE", help="also write JUnit XML")
+    accept.set_defaults(handler=_cmd_accept)
 
     replace = commands.add_parser(
         "replace", help="a node on a new machine (local: a new container), converged, validated"

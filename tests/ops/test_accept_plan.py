@@ -69,6 +69,13 @@ def test_quick_runs_dcgm_nvlink_and_every_rail_to_a_leaf_partner() -> None:
         ("srun", "--reservation=r", "--nodelist=n1", "--nodes=1", "--ntasks-per-node=1",
          "ib_write_bw", "--report_gbits", "-d", "mlx5_1", "n2"),
     ]  # fmt: skip
+    # Its server side: the same tool without a host, on the partner, started first.
+    server = [s.server for s in steps if s.nodes[0] == "n1" and s.test == "rdma rail 1"]
+    assert server == [
+        ("srun", "--reservation=r", "--nodelist=n2", "--nodes=1", "--ntasks-per-node=1",
+         "ib_write_bw", "--report_gbits", "-d", "mlx5_1"),
+    ]  # fmt: skip
+    assert all(s.server == () for s in steps if not s.test.startswith("rdma"))
 
 
 def test_a_rail_without_a_device_name_gets_no_rdma_step() -> None:

@@ -10,7 +10,8 @@ group tests (`plan/slow_nodes.py`) are measured by `group_measure`, which runs e
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -18,23 +19,49 @@ from typing import Protocol
 from myriad.errors import OpsError
 from myriad.node.parsers.common import ParseFailure
 from myriad.node.parsers.nccl_tests import parse_nccl_tests
+from myriad.node.parsers.perftest import parse_perftest_bw
 from myriad.ops.accept_plan import (
+    MPI_ARGS,
     NCCL_ARGS,
     Step,
     StepResult,
     judge,
+    rdma_argv,
     release_argv,
     reservation_argv,
 )
 from myriad.ops.accept_state import AcceptRun
-from myriad.plan.slow_nodes import GroupTest
+from myriad.plan.acceptance import ProfileFigures
+from myriad.plan.slow_nodes import AcceptTopology, GroupTest, SearchResult, find_slow
 
-__all__ = ["AcceptResult", "Commands", "carry_out", "group_measure"]
+__all__ = [
+    "AcceptResult",
+    "Commands",
+    "SearchPlan",
+    "burn_in_steps",
+    "carry_out",
+    "group_measure",
+    "run_step",
+    "wait_for_server",
+]
+
+# How long ib_write_bw's server side is given to listen before its client connects: the
+# pause validate --perf's script takes for the same (validate/perf.py, "sleep 3").
+SERVER_START_S = 3.0
 
 
 class Commands(Protocol):
     def run(self, argv: Sequence[str]) -> tuple[int, str]:
-        """Run one command on the controller: its exit status and standard output."""
+        """Run one command on the controller: its exit status and standard output (with
+        its standard error after it when the status is not 0)."""
+        ...
+
+    def start(self, argv: Sequence[str]) -> object:
+        """Start one command on the controller in the background; a handle for `reap`."""
+        ...
+
+    def reap(self, handle: object) -> None:
+        """Wait a little for a started command to end, then stop it."""
         ...
 
     def drain(self, node: str, reason: str) -> None: ...
@@ -48,10 +75,13 @@ class AcceptResult:
     verdicts: dict[str, str | None]  # node: None passed, else the drain reason
     drained: tuple[str, ...]
     resumed: tuple[str, ...]
+    # Failures that drain no node: a leaf switch, an island's spines, the core, a group
+    # slow only together; they fail the run all the same.
+    elsewhere: tuple[str, ...] = ()
 
     @property
     def passed(self) -> bool:
-        return all(reason is None for reason in self.verdicts.values())
+        return not self.elsewhere and all(reason is None for reason in self.verdicts.values())
 
 
 def _judged(step: Step, status: int, output: str) -> StepResult:
@@ -63,45 +93,157 @@ def _judged(step: Step, status: int, output: str) -> StepResult:
     return result
 
 
+def wait_for_server() -> None:
+    """Give a server side `SERVER_START_S` to listen."""
+    time.sleep(SERVER_START_S)
+
+
+def run_step(
+    commands: Commands, argv: Sequence[str], server: Sequence[str], settle: Callable[[], None]
+) -> tuple[int, str]:
+    """One step; where it has a server side, that starts first in the background, the
+    client runs once it listens, and the server is reaped after, whatever the client did."""
+    if not server:
+        return commands.run(argv)
+    handle = commands.start(server)
+    try:
+        settle()
+        return commands.run(argv)
+    finally:
+        commands.reap(handle)
+
+
+@dataclass(frozen=True, slots=True)
+class SearchPlan:
+    """What the slow-node search of `full` and `burn-in` needs: the planned topology, each
+    profile's figures, the GPUs of a node and each rail's RDMA device."""
+
+    topo: AcceptTopology
+    figures: Mapping[str, ProfileFigures]
+    gpus: int
+    rail_devices: tuple[str, ...] = ()
+
+
+def _search(
+    commands: Commands, run: AcceptRun, plan: SearchPlan, settle: Callable[[], None]
+) -> SearchResult:
+    """The search over the nodes under test that no per-node step failed (a node already
+    failing would only slow every group it is in), on the rails that have a device."""
+    healthy = {node for node, reason in run.verdicts().items() if reason is None}
+    topo = AcceptTopology(
+        tuple(n for n in plan.topo.nodes if n.name in healthy),
+        min(plan.topo.rails, len(plan.rail_devices)),
+    )
+    measure = group_measure(
+        commands,
+        str(run.data["reservation"]),
+        plan.gpus,
+        rail_devices=plan.rail_devices,
+        settle=settle,
+    )
+    return find_slow(topo, plan.figures, measure)
+
+
 def carry_out(
     commands: Commands,
     run: AcceptRun,
-    steps: Sequence[Step],
+    steps: Iterable[Step],
     *,
     duration_s: int,
     retest: bool = False,
+    search: SearchPlan | None = None,
+    settle: Callable[[], None] = wait_for_server,
 ) -> AcceptResult:
-    """Run the steps `run` has not judged yet inside a reservation on its nodes, then drain
-    each failed node with its reason; with `retest` (`--nodes-from drained`), resume each
-    node that passed. The reservation is released even when a step raises."""
+    """Run the steps `run` has not judged yet (taken one at a time, so a burn-in's cycles
+    can be made as the clock goes) inside a reservation on its nodes, then (with
+    `search`) the slow-node search, then drain each failed node with its reason; with
+    `retest` (`--nodes-from drained`), resume each node that passed. The reservation is
+    released even when a step raises. `settle` waits for a server side to listen."""
     nodes = list(run.data["nodes"])
     reservation = str(run.data["reservation"])
     status, output = commands.run(reservation_argv(reservation, nodes, duration_s))
     if status != 0 and "exists" not in output:  # a resumed run finds its reservation
         raise OpsError(f"could not reserve the nodes under test: {output.strip()}")
     try:
-        for step in run.remaining(steps):
-            status, output = commands.run(step.argv)
+        for step in steps:
+            if run.done(step):
+                continue
+            status, output = run_step(commands, step.argv, step.server, settle)
             run.record(_judged(step, status, output))
+        if search is not None and not run.searched:
+            run.record_search(_search(commands, run, search, settle))
     finally:
         commands.run(release_argv(reservation))
     verdicts = run.verdicts()
     drained = tuple(node for node, reason in verdicts.items() if reason is not None)
     for node in drained:
         commands.drain(node, str(verdicts[node]))
-    resumed = tuple(n for n, r in verdicts.items() if r is None) if retest else ()
+    # A node the search could not clear (an unresolved finding names it) is not drained
+    # again, but not resumed either: it passed nothing that shows it is fast.
+    unsure = run.unresolved_nodes()
+    resumed = (
+        tuple(n for n, r in verdicts.items() if r is None and n not in unsure) if retest else ()
+    )
     for node in resumed:
         commands.resume(node)
     run.finish()
-    return AcceptResult(run.run_dir, verdicts, drained, resumed)
+    return AcceptResult(run.run_dir, verdicts, drained, resumed, run.placeless_failures())
 
 
-def group_measure(commands: Commands, reservation: str, gpus: int) -> Callable[[GroupTest], float]:
-    """The slow-node search's measuring function: each group test as an srun step of
-    all_reduce_perf over its nodes; its busbw at the largest message. Output that cannot be
-    read measures 0, so the search bisects the group rather than clearing it."""
+def burn_in_steps(
+    run: AcceptRun,
+    cycle: Callable[[int], Sequence[Step]],
+    duration_s: int,
+    clock: Callable[[], float] = time.time,
+) -> Iterator[Step]:
+    """The burn-in's cycles (`accept_plan.burn_in_cycle`), one after another until
+    `duration_s` has passed since the first began: at least one, and a cycle begun is run to
+    its end. The start is kept in the run (wall-clock time, so a resumed run counts the time
+    already spent) and judged cycles are skipped."""
+    if "burn_in_started" not in run.data:
+        run.data["burn_in_started"] = clock()
+        run.save()
+    started = float(run.data["burn_in_started"])
+    number = 0
+    while True:
+        steps = cycle(number)
+        done = [run.done(step) for step in steps]
+        if not all(done):
+            if not any(done) and number > 0 and clock() - started >= duration_s:
+                return
+            yield from steps
+        number += 1
+
+
+def group_measure(
+    commands: Commands,
+    reservation: str,
+    gpus: int,
+    *,
+    rail_devices: Sequence[str] = (),
+    settle: Callable[[], None] = wait_for_server,
+) -> Callable[[GroupTest], float]:
+    """The slow-node search's measuring function: an `nccl` or `nvlink` test as an srun step
+    of all_reduce_perf over its nodes, its busbw at the largest message; an `rdma` test as
+    ib_write_bw on the rail's device, server on the second node, its average at the largest
+    message. Output that cannot be read, or a step that exits non-zero, measures 0, so the
+    search bisects the group rather than clearing it."""
+
+    def rdma(test: GroupTest) -> float:
+        assert test.rail is not None
+        client, partner = test.nodes[0], test.nodes[1]
+        server, argv = rdma_argv(reservation, rail_devices[test.rail], client, partner)
+        status, output = run_step(commands, argv, server, settle)
+        if status != 0:
+            return 0.0
+        try:
+            return parse_perftest_bw(output).largest.average_gbs
+        except ParseFailure:
+            return 0.0
 
     def measure(test: GroupTest) -> float:
+        if test.kind == "rdma":
+            return rdma(test)
         argv = (
             "srun",
             f"--reservation={reservation}",
@@ -109,6 +251,7 @@ def group_measure(commands: Commands, reservation: str, gpus: int) -> Callable[[
             f"--nodes={len(test.nodes)}",
             "--ntasks-per-node=1",
             f"--gpus-per-node={gpus}",
+            *(MPI_ARGS if len(test.nodes) > 1 else ()),
             "all_reduce_perf",
             *NCCL_ARGS,
             "-g",

@@ -10,7 +10,8 @@ goes, through a measuring function that submits each as a step.
   NVLink (a server of one GPU has none); ib_write_bw on every rail to a partner in the same
   leaf group (the next node of the group, the last back to the first).
 - `full`: `dcgmi diag` at `accept.full_dcgm_level`, then the search's group tests.
-- `burn-in`: `dcgmi diag` at `accept.burn_in_dcgm_level`, then the full level's tests.
+- `burn-in`: `dcgmi diag` at `accept.burn_in_dcgm_level`, then `burn_in_cycle`'s steps
+  again and again for `accept.burn_in_s`, then the full level's search.
 
 A node that fails is drained with `myriad-accept: ` and the test with its figure, so `myriad
 resume` and the health runner see whose drain it is (the convention of `ops/slurm.py`), and
@@ -26,6 +27,7 @@ from typing import Literal
 from myriad.node.parsers.common import ParseFailure
 from myriad.node.parsers.dcgm import parse_dcgmi_diag
 from myriad.node.parsers.nccl_tests import parse_nccl_tests
+from myriad.node.parsers.nvidia_smi import NvidiaSmiReport, parse_nvidia_smi_xml
 from myriad.node.parsers.perftest import parse_perftest_bw
 from myriad.plan.acceptance import Expected, ProfileFigures
 from myriad.plan.slow_nodes import AcceptTopology
@@ -33,14 +35,18 @@ from myriad.spec.accept import Accept
 
 __all__ = [
     "ACCEPT_PREFIX",
+    "GPU_SAMPLE",
     "LEVELS",
     "Level",
     "Step",
     "StepResult",
+    "burn_in_cycle",
     "drain_reason",
+    "gpu_sample_problems",
     "is_accept_drain",
     "judge",
     "node_steps",
+    "rdma_argv",
     "release_argv",
     "reservation_argv",
     "reservation_name",
@@ -53,18 +59,26 @@ ACCEPT_PREFIX = "myriad-accept: "
 # nccl-tests' sweep: 8 bytes to the 8 GB the expected figures are stated at (REFERENCE.md:
 # operators gate at one large message size, 8-16 GB).
 NCCL_ARGS = ("-b", "8", "-e", "8G", "-f", "2")
+# A run over several nodes is one MPI job, its ranks wired up by Slurm's PMIx, as validate
+# --perf launches all_reduce_perf (validate/perf.py, allreduce_srun); without it each node's
+# task would run a test of its own.
+MPI_ARGS = ("--mpi=pmix",)
 
 
 @dataclass(frozen=True, slots=True)
 class Step:
     """One job step: `test` names it in records and drain reasons; `nodes` the nodes it
     runs on (the first is the one judged: for rdma, the sender); `expected` None where the
-    tool's own verdict decides (DCGM)."""
+    tool's own verdict decides (DCGM); `server` the step to start first, in the background,
+    and reap after (ib_write_bw's server side on the partner), empty for none; `group` a
+    test of several nodes together, which names no one node when it fails."""
 
     test: str
     nodes: tuple[str, ...]
     argv: tuple[str, ...]
     expected: Expected | None
+    server: tuple[str, ...] = ()
+    group: bool = False
 
 
 def reservation_name(accept: Accept, run_id: str) -> str:
@@ -81,6 +95,7 @@ def _srun(
         f"--nodes={len(nodes)}",
         "--ntasks-per-node=1",
         *((f"--gpus-per-node={gpus}",) if gpus else ()),
+        *MPI_ARGS[: len(MPI_ARGS) if len(nodes) > 1 else 0],
         *tool,
     )
 
@@ -124,12 +139,87 @@ def node_steps(
         if other is None or fig.rdma_port is None:
             continue
         for rail, device in enumerate(rail_devices[: topo.rails]):
-            # The client, on this node, names its partner; the server side (the same command
-            # without the host name, on the partner) is the runner's to start first.
-            rdma = ("ib_write_bw", "--report_gbits", "-d", device, other)
-            argv = _srun(reservation, (name,), 0, rdma)
-            steps.append(Step(f"rdma rail {rail}", (name, other), argv, fig.rdma_port))
+            # The client, on this node, names its partner; the server side, the same command
+            # without the host name, runs on the partner first (perftest(1): the server
+            # waits for one client, then exits).
+            server, client = rdma_argv(reservation, device, name, other)
+            steps.append(Step(f"rdma rail {rail}", (name, other), client, fig.rdma_port, server))
     return tuple(steps)
+
+
+GPU_SAMPLE = "gpu sample"
+
+
+def burn_in_cycle(
+    cycle: int,
+    nodes: Sequence[str],
+    topo: AcceptTopology,
+    figures: Mapping[str, ProfileFigures],
+    accept: Accept,
+    reservation: str,
+) -> tuple[Step, ...]:
+    """One cycle of the burn-in, repeated until `accept.burn_in_s` has passed: `dcgmi diag`
+    at `accept.burn_in_dcgm_level` on each node (its stress tests load the GPUs), all_reduce
+    over each leaf group (traffic on every rail of the group's leaf), then `nvidia-smi -q -x`
+    on each node after them, judged by `gpu_sample_problems`. A group's all_reduce below its figure
+    fails the run without naming a node: the full level's search finds which."""
+    chosen = set(nodes)
+    steps: list[Step] = []
+    for name in nodes:
+        fig = figures[topo.node(name).profile]
+        diag = ("dcgmi", "diag", "-r", str(accept.burn_in_dcgm_level), "-j")
+        argv = _srun(reservation, (name,), fig.gpus, diag)
+        steps.append(Step(f"burn-in {cycle}: dcgm diag", (name,), argv, None))
+    for group in topo.leaf_groups():
+        members = tuple(name for name in group if name in chosen)
+        found = [figures[topo.node(n).profile] for n in members]
+        ring = [f.allreduce for f in found if f.allreduce is not None]
+        if len(members) < 2 or len(ring) < len(members):
+            continue
+        gpus = min(f.gpus for f in found)
+        tool = ("all_reduce_perf", *NCCL_ARGS, "-g", str(gpus))
+        expected = min(ring, key=lambda figure: figure.gbs)
+        argv = _srun(reservation, members, gpus, tool)
+        steps.append(Step(f"burn-in {cycle}: nccl all_reduce", members, argv, expected, group=True))
+    for name in nodes:
+        argv = _srun(reservation, (name,), 0, ("nvidia-smi", "-q", "-x"))
+        steps.append(Step(f"burn-in {cycle}: {GPU_SAMPLE}", (name,), argv, None))
+    return tuple(steps)
+
+
+def gpu_sample_problems(report: NvidiaSmiReport) -> list[str]:
+    """What a GPU sample shows wrong after a cycle of stress: a row remapping that failed or
+    waits for a reset, retired pages pending, a recovery action the driver asks for (NVIDIA
+    GPU memory error management), a PCIe link narrower than its maximum (issue #28's
+    fail-slow signal). The link's generation is not judged: the sample runs between the
+    stress steps, when an idle GPU may have stepped its link down."""
+    problems = []
+    for gpu in report.gpus:
+        where = f"GPU {gpu.index}"
+        if gpu.remapped_rows_failure:
+            problems.append(f"{where} row remapping failed")
+        if gpu.remapped_rows_pending:
+            problems.append(f"{where} remapped rows pending a reset")
+        if gpu.retired_pages_pending:
+            problems.append(f"{where} retired pages pending")
+        if gpu.recovery_action not in (None, "None"):
+            problems.append(f"{where} recovery action {gpu.recovery_action}")
+        width, widest = gpu.pcie.width_current, gpu.pcie.width_max
+        if width is not None and widest is not None and width < widest:
+            problems.append(f"{where} PCIe x{width} of x{widest}")
+    return problems
+
+
+def rdma_argv(
+    reservation: str, device: str, client: str, server: str
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """ib_write_bw's two sides on `device`, each an srun step: the server's, to start first
+    on `server`, and the client's on `client`, which connects to it."""
+    tool = ("ib_write_bw", "--report_gbits", "-d", device)
+    return (
+        _srun(reservation, (server,), 0, tool),
+        _srun(reservation, (client,), 0, (*tool, server)),
+    )
 
 
 def drain_reason(step: Step, measured_gbs: float | None, failed: Sequence[str] = ()) -> str:
@@ -190,6 +280,10 @@ def judge(step: Step, output: str) -> StepResult:
     passes. nccl-tests is judged at its largest message (the better of out of place and in
     place, as nccl-tests' own average takes both), ib_write_bw at its largest message."""
     try:
+        if step.expected is None and step.test.endswith(GPU_SAMPLE):
+            problems = gpu_sample_problems(parse_nvidia_smi_xml(output))
+            reason = drain_reason(step, None, problems) if problems else None
+            return StepResult(step, not problems, None, reason)
         if step.expected is None:
             diag = parse_dcgmi_diag(output)
             failed = [test.name for test in diag.failed]

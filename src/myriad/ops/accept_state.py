@@ -18,7 +18,8 @@ from typing import Any
 
 from myriad.errors import OpsError
 from myriad.fsutil import atomic_write_text
-from myriad.ops.accept_plan import Step, StepResult
+from myriad.ops.accept_plan import ACCEPT_PREFIX, Step, StepResult
+from myriad.plan.slow_nodes import Finding, Measurement, SearchResult
 
 __all__ = ["STATE_FILE", "AcceptRun", "step_key", "summary_rows", "to_junit", "unfinished"]
 
@@ -94,8 +95,58 @@ class AcceptRun:
             "gate_gbs": step.expected.gate_gbs if step.expected else None,
             "source": step.expected.source if step.expected else None,
             "reason": result.reason,
+            "drains": not step.group,
         }
         self.save()
+
+    @property
+    def searched(self) -> bool:
+        """Whether the slow-node search ran to its end (a killed one runs again whole)."""
+        return "search" in self.data
+
+    def record_search(self, result: SearchResult) -> None:
+        """The search's rounds and each finding as a failed record: a node or a link drains
+        its node, with the expected and measured figures of the test that named it; a leaf,
+        the spines, the core or a group slow only together is kept and drains nothing."""
+        self.data["search"] = {
+            "rounds": result.rounds,
+            "tests": len(result.measurements),
+            "findings": len(result.findings),
+        }
+        for finding in result.findings:
+            named_by = _named_by(finding, result.measurements)
+            expected = named_by.expected if named_by else None
+            self.data["steps"][f"search {finding.kind}@{finding.name}"] = {
+                "test": f"search: {finding.kind}",
+                "nodes": [finding.node or finding.name],
+                "passed": False,
+                "measured_gbs": named_by.measured_gbs if named_by else None,
+                "expected_gbs": expected.gbs if expected else None,
+                "gate_gbs": expected.gate_gbs if expected else None,
+                "source": expected.source if expected else None,
+                "reason": f"{ACCEPT_PREFIX}search: {finding.kind} {finding.name}: {finding.reason}",
+                "drains": finding.kind in ("node", "link") and finding.node is not None,
+            }
+        self.save()
+
+    def unresolved_nodes(self) -> frozenset[str]:
+        """The nodes the search named as unresolved, alone or in a group slow together."""
+        return frozenset(
+            name
+            for record in self.data["steps"].values()
+            if record["test"] == "search: unresolved"
+            for name in record["nodes"][0].split(",")
+        )
+
+    def placeless_failures(self) -> tuple[str, ...]:
+        """The reasons of failed records that drain no node under test."""
+        nodes = set(self.data["nodes"])
+        return tuple(
+            str(record["reason"])
+            for record in self.data["steps"].values()
+            if not record["passed"]
+            and (not record.get("drains", True) or record["nodes"][0] not in nodes)
+        )
 
     def finish(self) -> None:
         self.data["finished"] = True
@@ -108,9 +159,29 @@ class AcceptRun:
         verdict: dict[str, str | None] = dict.fromkeys(self.data["nodes"])
         for record in self.data["steps"].values():
             node = record["nodes"][0]
-            if not record["passed"] and verdict.get(node) is None:
+            if not record.get("drains", True) or node not in verdict:
+                continue
+            if not record["passed"] and verdict[node] is None:
                 verdict[node] = record["reason"]
         return verdict
+
+
+def _named_by(finding: Finding, measurements: Sequence[Measurement]) -> Measurement | None:
+    """The failed test whose figures a finding reports: a link's ib_write_bw on its rail; a
+    node's NVLink test, else a rail, else the pair it was bisected into; a tier's ring."""
+    failed = [m for m in measurements if not m.passed]
+    if finding.kind == "link":
+        chosen = [m for m in failed if m.test.kind == "rdma" and m.test.nodes[0] == finding.node
+                  and m.test.rail == finding.rail]  # fmt: skip
+    elif finding.kind == "node":
+        mine = [m for m in failed if m.test.nodes[0] == finding.node]
+        chosen = sorted(mine, key=lambda m: ("nvlink", "rdma", "nccl").index(m.test.kind))
+    elif finding.kind in ("spines", "core"):
+        scope = "core" if finding.kind == "core" else "spine"
+        chosen = [m for m in failed if m.test.scope == scope]
+    else:
+        chosen = []
+    return chosen[0] if chosen else None
 
 
 def unfinished(runs: Path) -> Path | None:
