@@ -9,7 +9,13 @@ import pytest
 
 from accept_stubs import dcgm_output, ib_write_bw_output, nccl_output
 from myriad.errors import OpsError
-from myriad.ops.accept import AcceptResult, SearchPlan, carry_out, group_measure
+from myriad.ops.accept import (
+    RETEST_INTERRUPTED,
+    AcceptResult,
+    SearchPlan,
+    carry_out,
+    group_measure,
+)
 from myriad.ops.accept_plan import Step, rdma_argv
 from myriad.ops.accept_state import AcceptRun, summary_rows
 from myriad.plan.acceptance import Expected, ProfileFigures
@@ -50,9 +56,11 @@ class FakeSlurm:
         self.calls.append(("reap", str(handle)))
 
     def drain(self, node: str, reason: str) -> None:
+        self.calls.append(("drain", node))
         self.drained[node] = reason
 
     def resume(self, node: str) -> None:
+        self.calls.append(("resume", node))
         self.resumed.append(node)
 
 
@@ -89,7 +97,11 @@ def test_the_slow_node_is_drained_with_its_figures(tmp_path: Path) -> None:
     }
     assert slurm.resumed == []
     assert slurm.calls[0][:3] == ("scontrol", "create", "reservation")
-    assert slurm.calls[-1] == ("scontrol", "delete", "ReservationName=r")
+    assert [c for c in slurm.calls if c[0] == "scontrol"][-1] == (
+        "scontrol",
+        "delete",
+        "ReservationName=r",
+    )
     assert AcceptRun.load(run.run_dir).data["finished"] is True
 
 
@@ -97,8 +109,42 @@ def test_retest_resumes_nodes_that_now_pass(tmp_path: Path) -> None:
     slurm = FakeSlurm(_outputs(340.0))
     run = AcceptRun.create(tmp_path, "quick", ["n1", "n2"], "r")
     result = carry_out(slurm, run, STEPS, duration_s=600, retest=True)
-    assert result.passed and result.drained == ()
+    assert result.passed and result.drained == () and result.resumed == ("n1", "n2")
+    # Slurm runs no step on a drained node: both come back inside the reservation, before
+    # the first step, and only once.
+    assert slurm.calls[:3] == [slurm.calls[0], ("resume", "n1"), ("resume", "n2")]
+    assert slurm.calls[0][:3] == ("scontrol", "create", "reservation")
     assert slurm.resumed == ["n1", "n2"]
+
+
+def test_a_retest_drains_again_what_fails_and_everything_if_it_is_interrupted(
+    tmp_path: Path,
+) -> None:
+    slurm = FakeSlurm(_outputs(200.0))
+    run = AcceptRun.create(tmp_path / "a", "quick", ["n1", "n2"], "r")
+    result = carry_out(slurm, run, STEPS, duration_s=600, retest=True)
+    # n1 passes and stays in service; n2, slow, goes out again with its figures.
+    assert result.resumed == ("n1",) and set(slurm.drained) == {"n2"}
+    assert slurm.drained["n2"].startswith("myriad-accept: nccl all_reduce, one node 200.0 GB/s")
+
+    killed = FakeSlurm(_outputs(340.0))
+    del killed.outputs[("all_reduce_perf", "n2")]
+    run = AcceptRun.create(tmp_path / "b", "quick", ["n1", "n2"], "r")
+    with pytest.raises(KeyError):
+        carry_out(killed, run, STEPS, duration_s=600, retest=True)
+    assert killed.drained == {"n1": RETEST_INTERRUPTED, "n2": RETEST_INTERRUPTED}
+    # Its --resume brings them back in for the steps left, and returns both once they pass.
+    again = FakeSlurm(_outputs(340.0))
+    result = carry_out(again, AcceptRun.load(run.run_dir), STEPS, duration_s=600, retest=True)
+    assert again.resumed == ["n1", "n2"] and result.resumed == ("n1", "n2")
+    # A run killed outright left them in service inside its reservation: not resumed twice
+    # (scontrol refuses to resume an idle node).
+    killed_outright = AcceptRun.create(tmp_path / "c", "quick", ["n1", "n2"], "r")
+    killed_outright.data["retest_in_service"] = True
+    killed_outright.save()
+    last = FakeSlurm(_outputs(340.0))
+    carry_out(last, killed_outright, STEPS, duration_s=600, retest=True)
+    assert last.resumed == []
 
 
 def test_a_resumed_run_skips_judged_steps_and_keeps_their_verdicts(tmp_path: Path) -> None:
@@ -239,7 +285,11 @@ def test_full_names_the_slow_node_with_expected_and_measured(tmp_path: Path) -> 
     # Rounds: the leaf screen, two halvings, the diagnosis (one leaf: no upper tiers).
     assert run.data["search"]["rounds"] == 4
     # The search ran inside the reservation, before it was released.
-    assert slurm.calls[-1] == ("scontrol", "delete", "ReservationName=r")
+    assert [c for c in slurm.calls if c[0] == "scontrol"][-1] == (
+        "scontrol",
+        "delete",
+        "ReservationName=r",
+    )
     assert any("all_reduce_perf" in c and "--nodes=4" in c for c in slurm.calls)
 
 

@@ -23,6 +23,7 @@ from accept_fakes import NODES, Controller
 from accept_stubs import gpu_twin_spec
 from myriad.bringup.lock import hold_cluster_lock
 from myriad.errors import ClusterBusy, OpsInputError
+from myriad.ops.accept import UNCLEARED
 from myriad.ops.accept_cluster import AcceptOutcome, SlurmCommands, accept
 from myriad.ops.accept_plan import Level
 from myriad.ops.slurm import Slurm
@@ -95,12 +96,16 @@ def test_full_finds_the_slow_node_then_drained_retest_resumes_it(spec: Path) -> 
 
 def test_full_cannot_clear_a_lone_drained_node_and_does_not_resume_it(spec: Path) -> None:
     # One node under test has no cleared partner: NVLink passes, no rail can be tested, so
-    # the search leaves it unresolved; the run fails, the node stays drained, not drained again.
+    # the search leaves it unresolved; the run fails. The node was in service only inside the
+    # test's reservation (Slurm runs no step on a drained node) and is drained again, saying
+    # why.
     reason = "myriad-accept: search: node node02: earlier"
     ctl = Controller(reasons={"node02": reason})
     outcome = _accept(spec, ctl, "full", nodes_from="drained")
     assert outcome.run.data["nodes"] == ["node02"]
-    assert not outcome.result.passed and ctl.resumed == [] and ctl.drained == {}
+    assert not outcome.result.passed and outcome.result.resumed == ()
+    assert ctl.resumed == ["node02"]
+    assert ctl.drained == {"node02": UNCLEARED}
     assert outcome.result.elsewhere == (
         "myriad-accept: search: unresolved node02: no cleared partner; NVLink and every rail "
         "pass alone",

@@ -21,6 +21,7 @@ from myriad.node.parsers.common import ParseFailure
 from myriad.node.parsers.nccl_tests import parse_nccl_tests
 from myriad.node.parsers.perftest import parse_perftest_bw
 from myriad.ops.accept_plan import (
+    ACCEPT_PREFIX,
     MPI_ARGS,
     NCCL_ARGS,
     Step,
@@ -144,6 +145,12 @@ def _search(
     return find_slow(topo, plan.figures, measure)
 
 
+# Drain reasons of a re-test (`--nodes-from drained`) whose nodes went back into service
+# inside the reservation for it.
+RETEST_INTERRUPTED = f"{ACCEPT_PREFIX}re-test interrupted: myriad accept --resume"
+UNCLEARED = f"{ACCEPT_PREFIX}not cleared by the slow-node search: re-test with --level quick"
+
+
 def carry_out(
     commands: Commands,
     run: AcceptRun,
@@ -165,6 +172,15 @@ def carry_out(
     if status != 0 and "exists" not in output:  # a resumed run finds its reservation
         raise OpsError(f"could not reserve the nodes under test: {output.strip()}")
     try:
+        if retest and not run.data.get("retest_in_service"):
+            # Slurm starts no step on a drained node, a reservation's own included: the nodes
+            # come back into service inside the maintenance reservation, which only root's
+            # steps may use, and go out again below unless they pass. (Seen on the twin: the
+            # first step of a re-test waited for a node that stayed drained.)
+            for node in nodes:
+                commands.resume(node)
+            run.data["retest_in_service"] = True
+            run.save()
         for step in steps:
             if run.done(step):
                 continue
@@ -172,6 +188,15 @@ def carry_out(
             run.record(_judged(step, status, output))
         if search is not None and not run.searched:
             run.record_search(_search(commands, run, search, settle))
+    except BaseException:
+        # Out of service again until the re-test goes on (`--resume` brings them back in);
+        # a run killed outright keeps them in its reservation, which `--resume` finds.
+        if retest and run.data.get("retest_in_service"):
+            for node in nodes:
+                commands.drain(node, RETEST_INTERRUPTED)
+            run.data["retest_in_service"] = False
+            run.save()
+        raise
     finally:
         commands.run(release_argv(reservation))
     verdicts = run.verdicts()
@@ -179,13 +204,14 @@ def carry_out(
     for node in drained:
         commands.drain(node, str(verdicts[node]))
     # A node the search could not clear (an unresolved finding names it) is not drained
-    # again, but not resumed either: it passed nothing that shows it is fast.
+    # for a figure, but not returned either: it passed nothing that shows it is fast.
     unsure = run.unresolved_nodes()
     resumed = (
         tuple(n for n, r in verdicts.items() if r is None and n not in unsure) if retest else ()
     )
-    for node in resumed:
-        commands.resume(node)
+    for node in sorted(unsure & set(nodes)) if retest else ():
+        if verdicts.get(node) is None:
+            commands.drain(node, UNCLEARED)
     run.finish()
     return AcceptResult(run.run_dir, verdicts, drained, resumed, run.placeless_failures())
 
