@@ -41,6 +41,7 @@ from typing import Any
 import pytest
 import yaml
 
+from accept_stubs import dcgm_output, ib_write_bw_output, nccl_output, standin_script
 from health_stubs import (
     FAULT_XML,
     TWIN_MODULE_FILE,
@@ -53,6 +54,7 @@ from health_stubs import (
 )
 from myriad.node.parsers import parse_scontrol_nodes
 from myriad.node.parsers.slurm import SlurmNode
+from myriad.plan.acceptance import profile_figures
 from myriad.plan.nodes import container_name
 from myriad.provision import local
 from myriad.spec import load_spec
@@ -531,3 +533,74 @@ def test_remedy_reboots_a_failed_node_then_sends_it_for_repair(cluster: Cluster)
     cluster.run("node02", "rm", "-f", FAULT_XML)
     forced = myriad("resume", str(cluster.spec), "node02", "--force", state=cluster.state)
     assert forced.returncode == 0, forced.stdout[-3000:] + forced.stderr[-3000:]
+
+
+ACCEPT_DIR = "/etc/myriad-twin/accept"
+ACCEPT_TOOLS = ("dcgmi", "all_reduce_perf", "ib_write_bw")
+
+
+def install_accept_standins(
+    cluster: Cluster, node: str, nvlink_gbs: float, rdma_gbs: float
+) -> None:
+    """The acceptance tools on `node`, each printing a real capture with this node's figures
+    (tests/accept_stubs.py): DCGM's level-1 document, all_reduce_perf at `nvlink_gbs` busbw,
+    ib_write_bw at `rdma_gbs` GB/s."""
+    cluster.run(node, "mkdir", "-p", ACCEPT_DIR)
+    outputs = {
+        "dcgmi": dcgm_output(),
+        "all_reduce_perf": nccl_output(nvlink_gbs),
+        "ib_write_bw": ib_write_bw_output(rdma_gbs * 8),
+    }
+    for tool in ACCEPT_TOOLS:
+        cluster.write(node, f"{ACCEPT_DIR}/{tool}.out", outputs[tool])
+        cluster.write(
+            node, f"/usr/local/bin/{tool}", standin_script(tool, f"{ACCEPT_DIR}/{tool}.out")
+        )
+        cluster.run(node, "chmod", "755", f"/usr/local/bin/{tool}")
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_accept_finds_the_slow_node_through_slurm_drains_and_readmits_it(cluster: Cluster) -> None:
+    """Issue #28 on the twin: `myriad accept --level quick` through the cluster's own Slurm.
+
+    Real: the reservation, the job steps (srun with the nodes' GRES), the run record, the
+    parsers reading each step's output, the drain with its figures and the re-test of drained
+    nodes. Stand-ins: dcgmi, all_reduce_perf and ib_write_bw print real captures (tests/samples
+    rows 28-31) with figures this test chose; node02's NVLink all_reduce at half its figure."""
+    loaded = load_spec(cluster.spec)
+    (profile,) = [p for p in loaded.spec.profiles.values() if p.gpu is not None]
+    (name,) = [n for n, p in loaded.spec.profiles.items() if p.gpu is not None]
+    figures = profile_figures(name, profile, loaded.catalog)
+    assert figures.nvlink is not None and figures.rdma_port is not None
+    nvlink, rdma = figures.nvlink.gbs, figures.rdma_port.gbs
+    for node in ("node01", "node02"):
+        if cluster.record(node).drained:
+            cluster.run("ctl01", "scontrol", "update", f"NodeName={node}", "State=RESUME")
+        install_accept_standins(cluster, node, nvlink if node == "node01" else nvlink / 2, rdma)
+    cluster.wait(
+        "both nodes idle",
+        lambda: all(cluster.slurm(n) == (False, "") for n in ("node01", "node02")),
+        60,
+    )
+    junit = cluster.state / "accept.xml"
+    run = myriad(
+        "accept", str(cluster.spec), "--level", "quick", "--json", "--junit", str(junit),
+        state=cluster.state, timeout=900,
+    )  # fmt: skip
+    assert run.returncode == 1, run.stdout[-4000:] + run.stderr[-3000:]
+    drained, reason = cluster.slurm("node02")
+    assert drained and reason.startswith("myriad-accept: nccl all_reduce, one node"), reason
+    assert f"{nvlink / 2:.1f} GB/s" in reason and f"{nvlink:.1f} GB/s" in reason, reason
+    assert cluster.slurm("node01") == (False, "")
+    assert junit.read_text().count("<failure") == 1
+    assert "ReservationName=" not in cluster.run("ctl01", "scontrol", "show", "reservation")
+
+    # Repaired: its figure back. Tested again, it passes and returns to service.
+    install_accept_standins(cluster, "node02", nvlink, rdma)
+    again = myriad(
+        "accept", str(cluster.spec), "--level", "quick", "--nodes-from", "drained", "--json",
+        state=cluster.state, timeout=900,
+    )  # fmt: skip
+    assert again.returncode == 0, again.stdout[-4000:] + again.stderr[-3000:]
+    cluster.wait("node02 back in service", lambda: cluster.slurm("node02") == (False, ""), 60)
