@@ -16,9 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from myriad.errors import OpsError
-from myriad.fsutil import atomic_write_text
 from myriad.ops.accept_plan import ACCEPT_PREFIX, Step, StepResult
+from myriad.ops.roll_state import read_run_state, write_run_state
 from myriad.plan.slow_nodes import Finding, Measurement, SearchResult
 
 __all__ = ["STATE_FILE", "AcceptRun", "step_key", "summary_rows", "to_junit", "unfinished"]
@@ -64,18 +63,10 @@ class AcceptRun:
     @classmethod
     def load(cls, run_dir: Path) -> AcceptRun:
         path = run_dir / STATE_FILE
-        try:
-            data = json.loads(path.read_text())
-        except FileNotFoundError:
-            raise OpsError(f"{path}: no acceptance state here") from None
-        except json.JSONDecodeError as exc:
-            raise OpsError(f"{path} is damaged ({exc.msg}); the run cannot resume") from None
-        if not isinstance(data, dict) or data.get("version") != VERSION:
-            raise OpsError(f"{path}: not an acceptance state of this Myriad (version {VERSION})")
-        return cls(run_dir, data)
+        return cls(run_dir, read_run_state(path, VERSION, "acceptance state", "run"))
 
     def save(self) -> None:
-        atomic_write_text(self.path, json.dumps(self.data, indent=2) + "\n", mode=0o600)
+        write_run_state(self.path, self.data)
 
     def done(self, step: Step) -> bool:
         return step_key(step) in self.data["steps"]

@@ -42,6 +42,26 @@ def stamp(at: float | None = None) -> str:
     )
 
 
+def read_run_state(path: Path, version: int, kind: str, run: str) -> dict[str, Any]:
+    """A day-2 run's state file (`kind`: "roll state", "acceptance state"), for `--resume`:
+    its JSON document, or an OpsError saying why `run` cannot resume."""
+    article = "an" if kind[0] in "aeiou" else "a"
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise OpsError(f"{path}: no {kind} here") from None
+    except json.JSONDecodeError as exc:
+        raise OpsError(f"{path} is damaged ({exc.msg}); the {run} cannot resume") from None
+    if not isinstance(data, dict) or data.get("version") != version:
+        raise OpsError(f"{path}: not {article} {kind} of this Myriad (version {version})")
+    return data
+
+
+def write_run_state(path: Path, data: Mapping[str, Any]) -> None:
+    """Written whole (atomically), readable by its owner only: a killed run loses nothing."""
+    atomic_write_text(path, json.dumps(data, indent=2) + "\n", mode=0o600)
+
+
 @dataclass
 class RollState:
     run_dir: Path
@@ -93,19 +113,10 @@ class RollState:
 
     @classmethod
     def load(cls, run_dir: Path) -> RollState:
-        path = run_dir / STATE_FILE
-        try:
-            data = json.loads(path.read_text())
-        except FileNotFoundError:
-            raise OpsError(f"{path}: no roll state here") from None
-        except json.JSONDecodeError as exc:
-            raise OpsError(f"{path} is damaged ({exc.msg}); the roll cannot resume") from None
-        if not isinstance(data, dict) or data.get("version") != VERSION:
-            raise OpsError(f"{path}: not a roll state of this Myriad (version {VERSION})")
-        return cls(run_dir, data)
+        return cls(run_dir, read_run_state(run_dir / STATE_FILE, VERSION, "roll state", "roll"))
 
     def save(self) -> None:
-        atomic_write_text(self.path, json.dumps(self.data, indent=2) + "\n", mode=0o600)
+        write_run_state(self.path, self.data)
 
     def status(self, node: str) -> str:
         return str(self.data["nodes"][node]["status"])
