@@ -20,8 +20,8 @@ from myriad.health.remedy import (
     read_log,
 )
 from myriad.spec.health import Remediation
+from remedy_states import NOW, drained
 
-NOW = 1_000_000.0
 XID79 = Finding("gpu.xid", 79)  # RESTART_BM: reboot
 XID95 = Finding("gpu.xid", 95)  # RESET_GPU
 RESET = Finding("gpu.recovery-action", "Reset")
@@ -31,18 +31,6 @@ LINK_DOWN = Finding("hca.state")  # needs hardware
 @pytest.fixture(scope="module")
 def amap() -> ActionMap:
     return load_action_map()
-
-
-def drained(node: str, *findings: Finding, **kw: object) -> NodeState:
-    base: dict[str, object] = {
-        "drained": True,
-        "drained_by": "myriad-health",
-        "since": NOW - 60,
-        "running_jobs": 0,
-        "gpu_processes": 0,
-    }
-    base.update(kw)
-    return NodeState(node, tuple(findings), **base)  # type: ignore[arg-type]
 
 
 def policy(**kw: object) -> Remediation:

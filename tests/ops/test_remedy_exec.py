@@ -29,8 +29,8 @@ from myriad.health.report import HealthReport, NodeHealth
 from myriad.ops import remedy as ops
 from myriad.ops.slurm import Completed, Slurm, parse_sinfo, parse_squeue
 from myriad.spec.health import Remediation
+from remedy_states import NOW, drained
 
-NOW = 1_000_000.0
 XID79 = Finding("gpu.xid", 79)  # the catalog: restart the bare-metal node
 XID95 = Finding("gpu.xid", 95)  # the catalog: reset the GPU
 LINK_DOWN = Finding("hca.state")  # needs hardware
@@ -65,18 +65,6 @@ class Bmc:
     def __call__(self, node: str) -> str:
         self.cycled.append(node)
         return "ForceRestart"
-
-
-def drained(node: str, *findings: Finding, **kw: Any) -> NodeState:
-    base: dict[str, Any] = {
-        "drained": True,
-        "drained_by": "myriad-health",
-        "since": NOW - 60,
-        "running_jobs": 0,
-        "gpu_processes": 0,
-    }
-    base.update(kw)
-    return NodeState(node, tuple(findings), **base)
 
 
 def plan_for(
