@@ -129,7 +129,9 @@ def build_deb(
 
 
 # A kernel release no node has: its image and headers packages stand in for a distribution's
-# (same names, same postinst hook run), without a kernel a container could not boot anyway.
+# (same names, same postinst hook run: Debian 12's linux-image-6.1.0-57-amd64 postinst runs
+# `run-parts --report --exit-on-error --arg=$version --arg=$image_path /etc/kernel/postinst.d`
+# when that folder exists), without a kernel a container could not boot anyway.
 KERNEL = "6.1.0-99-myriad"
 KERNEL_POSTINST = f"""#!/bin/sh
 set -e
