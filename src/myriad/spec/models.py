@@ -447,6 +447,19 @@ class NicSet(_Model):
         "there are no storage NICs)",
     )
 
+    @field_validator("compute")
+    @classmethod
+    def _compute_ports_unbonded(cls, value: NicGroup | None) -> NicGroup | None:
+        # The fabric plans every compute port as a rail of its own, and NCCL drives each
+        # port itself; a bond would be planned as if it were not there.
+        if value is not None and value.bond is not None:
+            raise ValueError(
+                f"bond {value.bond} on compute NICs is not planned: every compute port is a "
+                "rail of its own on the fabric; remove bond (to put a dual-port NIC's two "
+                "ports on two ToRs, set network.topology.planes 2)"
+            )
+        return value
+
 
 class Profile(_Model):
     """One server shape. `server` names a catalog layout for power and rack-unit figures."""
