@@ -51,11 +51,18 @@ leaves (numbered plane by plane) link only to its own spines, and its spines to 
 its own, so a plane reaches two tiers with planes times the nodes one plane would. A plane
 that fits one switch, or needs pods, is refused.
 
+A ToR per rack (`topology.leaf_nodes`, Meta's AI zone: an RTSW per rack of two servers)
+sizes a leaf by its rack, not its ports: the rack's ports down, ceil(down / island
+oversubscription) up, the rest unused; an island (zone) is still one Clos, and its spines
+(CTSW) can be stated (`topology.island_spines`, one per RTSW uplink) rather than counted
+from the links; stated spines too few for the links are refused with the number needed.
+
 Each link is one cable with optics at both ends, the conservative figure: short in-rack
 links often use copper, which needs none. A node's end takes one transceiver per NIC
 port; a switch's end takes one per cage, and twin-port switches (QM9700: 32 OSFP cages
 for 64 NDR ports; SN5600 split to 400G) carry two ports in one cage, as the catalog's
-`ports_per_cage` says. Cages are counted per tier and direction, rounded up.
+`ports_per_cage` says. Cages are counted per tier and direction, rounded up, and the
+plan keeps each layer's count (node-leaf, leaf-spine, spine-core).
 
 Placements and the switch tree are computed on demand, never stored in the plan, so
 100,000 GPUs cost nothing until a renderer asks for them.
@@ -196,6 +203,9 @@ class _Shape:
     # at an island oversubscription of 1 or more; below 1, more up than down.
     down: int = 0
     up: int = 0
+    # Spines of each island (each plane of it) as the design states them, or None: as few
+    # as the links fill.
+    island_spines: int | None = None
 
     @property
     def half(self) -> int:
@@ -214,7 +224,14 @@ class _Shape:
 
 
 def _mode(
-    radix: int, spine_ports: int, down: int, rails: int, island_nodes: int, islands: int
+    radix: int,
+    spine_ports: int,
+    down: int,
+    rails: int,
+    island_nodes: int,
+    islands: int,
+    *,
+    lone: bool,
 ) -> Mode:
     """The shape by endpoint count (REFERENCE.md); `_shape` refines it by switch ports."""
     endpoints = island_nodes * rails
@@ -238,7 +255,7 @@ def _mode(
             f"an island of {island_nodes} nodes has {endpoints} endpoints; {reach}: {remedy}"
         )
     if islands == 1:
-        if endpoints <= radix:
+        if lone:
             return "single"
         return "two-tier" if endpoints <= two_tier else "pods"
     if endpoints > two_tier:
@@ -267,12 +284,26 @@ def _shape(spec: Cluster, catalog: Catalog, runs: Sequence[_Run]) -> _Shape:
     islands = math.ceil(nodes / island_nodes)
     planes = topology.planes
     _check_planes(spec, catalog, planes)
-    # A lone switch has no uplinks to split its ports with.
-    lone = islands == 1 and island_nodes * (rails // planes) <= leaf.ports
+    leaf_nodes = topology.leaf_nodes
+    # A lone switch has no uplinks to split its ports with; a leaf per rack of leaf_nodes
+    # is lone only where the one island fits one rack.
+    lone = (
+        islands == 1
+        and island_nodes * (rails // planes) <= leaf.ports
+        and (leaf_nodes is None or island_nodes <= leaf_nodes)
+    )
     half = leaf.ports // 2
-    down, up = (half, half) if lone else _leaf_split(leaf.ports, topology.island_oversubscription)
+    if lone:
+        down, up = half, half
+    elif leaf_nodes is not None:
+        per_node = rails if topology.kind == "fat-tree" else 1
+        down, up = _rack_leaf_split(
+            topology.switch, leaf.ports, leaf_nodes, per_node, topology.island_oversubscription
+        )
+    else:
+        down, up = _leaf_split(leaf.ports, topology.island_oversubscription)
     # Planes are independent fabrics: each is shaped by its own share of the rails.
-    mode = _mode(leaf.ports, spine.ports, down, rails // planes, island_nodes, islands)
+    mode = _mode(leaf.ports, spine.ports, down, rails // planes, island_nodes, islands, lone=lone)
     if mode != "single" and (leaf.ports < 2 or spine.ports < 2):
         raise FabricError("switches of fewer than 2 ports cannot be linked into tiers")
     if planes > 1 and mode in ("single", "pods"):
@@ -287,7 +318,7 @@ def _shape(spec: Cluster, catalog: Catalog, runs: Sequence[_Run]) -> _Shape:
                 "island_nodes smaller or use switches with more ports"
             )
         )
-    return _Shape(
+    shape = _Shape(
         kind=topology.kind,
         mode=mode,
         radix=leaf.ports,
@@ -302,7 +333,10 @@ def _shape(spec: Cluster, catalog: Catalog, runs: Sequence[_Run]) -> _Shape:
         planes=planes,
         down=down,
         up=up,
+        island_spines=topology.island_spines,
     )
+    _check_island_spines(shape)
+    return shape
 
 
 def _leaf_split(radix: int, ratio: float) -> tuple[int, int]:
@@ -322,6 +356,50 @@ def _leaf_split(radix: int, ratio: float) -> tuple[int, int]:
             "switch with more ports"
         )
     return down, radix - down
+
+
+def _rack_leaf_split(
+    model: str, radix: int, leaf_nodes: int, per_node: int, ratio: float
+) -> tuple[int, int]:
+    """(ports down, most ports up) of a top-of-rack leaf under `leaf_nodes` nodes of
+    `per_node` ports on it: the rack's ports down, the rest free for uplinks, which must hold
+    ceil(down / ratio) (Meta's RTSW: 16 GPUs down, 18 up at 1:1.125)."""
+    down = leaf_nodes * per_node
+    wanted = math.ceil(down / ratio)
+    if down + wanted > radix:
+        most = math.floor(radix * ratio / (1 + ratio)) // per_node
+        remedy = f"make leaf_nodes at most {most}" if most else "use a leaf with more ports"
+        raise FabricError(
+            f"network.topology.leaf_nodes {leaf_nodes}: a leaf takes {down} endpoint port(s) "
+            f"and, at island_oversubscription {ratio:g}, {wanted} uplink(s): {down + wanted} "
+            f"ports, but {model} has {radix}: {remedy}, a higher island_oversubscription, or "
+            "a leaf with more ports"
+        )
+    return down, radix - down
+
+
+def _check_island_spines(shape: _Shape) -> None:
+    """Stated spines must be a two-tier island's and hold its leaf and core links."""
+    stated = shape.island_spines
+    if stated is None:
+        return
+    if shape.mode in ("single", "pods"):
+        raise FabricError(
+            f"network.topology.island_spines {stated}: an island of {shape.island_nodes} "
+            + (
+                "nodes fits one switch, which has no spines: remove island_spines"
+                if shape.mode == "single"
+                else "nodes needs three tiers (pods), whose spines Myriad counts itself: "
+                "remove island_spines or make island_nodes smaller"
+            )
+        )
+    needed = max(group.spines for group in _island_groups(shape, shape.island_nodes))
+    if needed > stated:
+        raise FabricError(
+            f"network.topology.island_spines {stated}: an island's leaf and core links need "
+            f"{needed} spines of {shape.spine_ports} ports: make island_spines at least "
+            f"{needed} or use spines with more ports"
+        )
 
 
 def _check_planes(spec: Cluster, catalog: Catalog, planes: int) -> None:
@@ -533,7 +611,7 @@ def _meshed_group(
     More spines need more uplinks (one to each), which may need more spines: the fixed
     point, reached in a few steps since uplinks stop at k/2.
     """
-    spines = 0
+    spines = shape.island_spines or 0
     while True:
         links = sum(n * leaf_uplinks(shape, down, spines) for down, n in downlinks.items())
         needed = math.ceil((links + core) / spine_ports)
@@ -621,13 +699,11 @@ def plan_fabric(spec: Cluster, catalog: Catalog) -> Fabric | None:
     )
     leaf_cage, spine_cage = leaf.ports_per_cage, spine.ports_per_cage
     # Node ends: one per NIC port. Switch ends: one per cage, by tier and direction.
-    transceivers = (
-        endpoints
-        + math.ceil(endpoints / leaf_cage)
-        + math.ceil(leaf_spine_links / leaf_cage)
-        + math.ceil(leaf_spine_links / spine_cage)
-        + 2 * math.ceil(core_links / spine_cage)
+    node_optics = endpoints + math.ceil(endpoints / leaf_cage)
+    leaf_spine_optics = math.ceil(leaf_spine_links / leaf_cage) + math.ceil(
+        leaf_spine_links / spine_cage
     )
+    core_optics = 2 * math.ceil(core_links / spine_cage)
     return Fabric(
         kind=topology.kind,
         fabric=spec.network.fabric,
@@ -648,7 +724,10 @@ def plan_fabric(spec: Cluster, catalog: Catalog) -> Fabric | None:
         leaf_spine_links=leaf_spine_links,
         spine_core_links=core_links,
         cables=cables,
-        transceivers=transceivers,
+        transceivers=node_optics + leaf_spine_optics + core_optics,
+        node_transceivers=node_optics,
+        leaf_spine_transceivers=leaf_spine_optics,
+        spine_core_transceivers=core_optics,
         ports_per_cage=leaf_cage,
         leaf_downlinks=shape.down if shape.mode != "single" else shape.radix,
         planes=shape.planes,

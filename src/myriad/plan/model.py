@@ -62,6 +62,11 @@ class Fabric:
     spine_core_links: int
     cables: int
     transceivers: int
+    # The transceivers by layer, summing to `transceivers`: node-leaf (both ends),
+    # leaf-spine (both ends), spine-core (both ends).
+    node_transceivers: int
+    leaf_spine_transceivers: int
+    spine_core_transceivers: int
     injection_gbps_per_node: float
     island_bisection_gbps: float
     bisection_gbps: float

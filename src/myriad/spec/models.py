@@ -558,6 +558,20 @@ class Topology(_Model):
         "planes, each plane its own leaves and spines (Alibaba HPN: a dual-port NIC's ports "
         "to two ToRs in two planes); every compute NIC's ports must split evenly",
     )
+    leaf_nodes: PositiveInt | None = Field(
+        default=None,
+        le=1024,
+        description="Compute nodes under one leaf: a top-of-rack switch per rack of that many "
+        "nodes (Meta's RTSW: 2), its other ports free for uplinks; default: as many as half "
+        "the leaf's ports take",
+    )
+    island_spines: PositiveInt | None = Field(
+        default=None,
+        le=4096,
+        description="Spines of each island (of each plane), as the design builds them (Meta: "
+        "18 CTSW a zone, one per RTSW uplink); every leaf stripes its uplinks over them; "
+        "default: as few as the island's links fill",
+    )
 
     @model_validator(mode="after")
     def _planes_are_rails(self) -> Topology:
