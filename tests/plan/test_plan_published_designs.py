@@ -179,7 +179,7 @@ def test_a_small_cluster_keeps_its_rack_leaves() -> None:
     ("count", "message"),
     [
         # 4 servers, no leaf_nodes: 32 ports on one 64-port switch, which has no spines.
-        (4, "fits one switch, which has no spines"),
+        (4, "fits one switch (per rail), which has no spines"),
         # One zone without leaf_nodes: k/2 = 32 ports down a leaf under 576-port spines
         # reach 32 x 576 = 18,432 endpoints; 2,400 servers x 8 = 19,200 need pods.
         (2_400, "needs three tiers (pods)"),

@@ -88,7 +88,8 @@ LEAF_NAME = "is{island:02d}-leaf{number:03d}"
 SPINE_NAME = "is{island:02d}-spine{number:03d}"
 CORE_NAME = "core{number:03d}"
 
-Mode = Literal["single", "two-tier", "islands", "pods"]
+# "rails": rails-only with every rail on one switch of its own, no spines (one tier).
+Mode = Literal["single", "rails", "two-tier", "islands", "pods"]
 Tier = Literal["leaf", "spine", "core"]
 
 
@@ -282,8 +283,10 @@ def _shape(spec: Cluster, catalog: Catalog, runs: Sequence[_Run]) -> _Shape:
     rails = max(run.endpoints for run in runs)
     island_nodes = min(topology.island_nodes or nodes, nodes)
     islands = math.ceil(nodes / island_nodes)
-    planes = topology.planes
-    _check_planes(spec, catalog, planes)
+    # Rails-only: every rail is a plane of its own (Wang et al. 2023), whatever the NICs.
+    planes = rails if topology.rails_only else topology.planes
+    if not topology.rails_only:
+        _check_planes(spec, catalog, planes)
     leaf_nodes = topology.leaf_nodes
     # A lone switch has no uplinks to split its ports with; a leaf per rack of leaf_nodes
     # is lone only where the one island fits one rack.
@@ -304,8 +307,19 @@ def _shape(spec: Cluster, catalog: Catalog, runs: Sequence[_Run]) -> _Shape:
         down, up = _leaf_split(leaf.ports, topology.island_oversubscription)
     # Planes are independent fabrics: each is shaped by its own share of the rails.
     mode = _mode(leaf.ports, spine.ports, down, rails // planes, island_nodes, islands, lone=lone)
-    if mode != "single" and (leaf.ports < 2 or spine.ports < 2):
+    if mode == "single" and planes > 1 and topology.rails_only:
+        # Each rail's nodes fit one switch: a switch per rail, every port down.
+        mode, down, up = "rails", leaf.ports, 0
+    if mode not in ("single", "rails") and (leaf.ports < 2 or spine.ports < 2):
         raise FabricError("switches of fewer than 2 ports cannot be linked into tiers")
+    if topology.rails_only and mode == "pods":
+        raise FabricError(
+            f"network.topology.rails_only: a rail of {island_nodes} nodes is past the "
+            f"{two_tier_capacity(leaf.ports, spine.ports, down)} endpoints two tiers of "
+            f"{leaf.ports}-port leaves under {spine.ports}-port spines reach, and Myriad plans "
+            "a rail as leaves under spines at most: make island_nodes smaller (rails of each "
+            "island under a core of their own) or use switches with more ports"
+        )
     if planes > 1 and mode in ("single", "pods"):
         raise FabricError(
             f"network.topology.planes {planes}: each plane is planned as leaves under spines "
@@ -383,12 +397,12 @@ def _check_island_spines(shape: _Shape) -> None:
     stated = shape.island_spines
     if stated is None:
         return
-    if shape.mode in ("single", "pods"):
+    if shape.mode in ("single", "rails", "pods"):
         raise FabricError(
             f"network.topology.island_spines {stated}: an island of {shape.island_nodes} "
             + (
-                "nodes fits one switch, which has no spines: remove island_spines"
-                if shape.mode == "single"
+                "nodes fits one switch (per rail), which has no spines: remove island_spines"
+                if shape.mode in ("single", "rails")
                 else "nodes needs three tiers (pods), whose spines Myriad counts itself: "
                 "remove island_spines or make island_nodes smaller"
             )
@@ -622,7 +636,7 @@ def _meshed_group(
 
 def _island_groups(shape: _Shape, nodes: int) -> tuple[_Group, ...]:
     leaves = _island_leaves(shape, nodes)
-    if shape.mode == "single":
+    if shape.mode in ("single", "rails"):
         return ()
     if shape.mode == "pods":
         return tuple(_pods(shape, nodes, leaves))
@@ -691,7 +705,7 @@ def plan_fabric(spec: Cluster, catalog: Catalog) -> Fabric | None:
     endpoints = sum(run.pool.count * run.endpoints for run in runs)
     cables = endpoints + leaf_spine_links + core_links
     slot_gbps = shape.rails * shape.speed_gbps
-    inside = shape.island_oversubscription if shape.mode != "single" else 1.0
+    inside = shape.island_oversubscription if shape.mode not in ("single", "rails") else 1.0
     # More uplinks than downlinks (a ratio below 1) adds no bisection past the endpoints'.
     island_bisection = shape.island_nodes * slot_gbps / 2 / max(inside, 1.0)
     cluster_oversubscription = max(inside, 1.0) * (
@@ -716,7 +730,7 @@ def plan_fabric(spec: Cluster, catalog: Catalog) -> Fabric | None:
         rails=shape.rails,
         island_nodes=shape.island_nodes,
         islands=tuple(islands),
-        tiers={"single": 1, "two-tier": 2, "islands": 3, "pods": 3}[shape.mode],
+        tiers={"single": 1, "rails": 1, "two-tier": 2, "islands": 3, "pods": 3}[shape.mode],
         leaves=leaves,
         spines=spines,
         core_switches=core,
@@ -731,6 +745,7 @@ def plan_fabric(spec: Cluster, catalog: Catalog) -> Fabric | None:
         ports_per_cage=leaf_cage,
         leaf_downlinks=shape.down if shape.mode != "single" else shape.radix,
         planes=shape.planes,
+        rails_only=topology.rails_only,
         injection_gbps_per_node=float(max(run.endpoints * run.speed_gbps for run in runs)),
         island_bisection_gbps=island_bisection,
         bisection_gbps=shape.nodes * slot_gbps / 2 / cluster_oversubscription,
@@ -757,7 +772,7 @@ def leaf_placement(fabric: Fabric, node_index: int, nic_index: int) -> LeafPlace
     if node_index < 0 or island >= len(fabric.islands) or local >= fabric.islands[island].nodes:
         raise IndexError(f"compute node {node_index} is not in the fabric")
     half = fabric.leaf_downlinks
-    if fabric.tiers == 1:
+    if fabric.tiers == 1 and fabric.planes == 1:
         leaf, port = 0, local * fabric.rails + nic_index
     elif fabric.kind == "fat-tree":
         slot = local * fabric.rails + nic_index
@@ -947,7 +962,7 @@ def _iter_leaves(shape: _Shape, runs: Sequence[_Run]) -> Iterator[TreeSwitch]:
             hosts, plugged = _leaf_members(shape, runs, island, leaf)
             uplinks = (
                 0
-                if shape.mode == "single"
+                if shape.mode in ("single", "rails")
                 else leaf_uplinks(shape, leaf_downlinks(shape, nodes, leaf), spines[leaf])
             )
             yield TreeSwitch(

@@ -80,6 +80,13 @@ class Fabric:
     # Independent planes: rail j is in plane j mod planes; its leaves are numbered plane by
     # plane (plane 0's rails first), and a plane's leaves link only to its own spines.
     planes: int = 1
+    # Rails-only (no spine across rails): every rail is a plane of its own (planes = rails).
+    rails_only: bool = False
+
+    @property
+    def layout(self) -> str:
+        """The topology in words: the kind, and rails-only where no spine joins the rails."""
+        return f"{self.kind} (rails only)" if self.rails_only else self.kind
 
 
 @dataclass(frozen=True, slots=True)

@@ -565,6 +565,12 @@ class Topology(_Model):
         "nodes (Meta's RTSW: 2), its other ports free for uplinks; default: as many as half "
         "the leaf's ports take",
     )
+    rails_only: bool = Field(
+        default=False,
+        description="No spine across rails (rail-optimized only; Wang et al. 2023, "
+        "'Rail-only'): every rail is a network of its own, one switch where it fits, else "
+        "leaves under spines of that rail; GPUs of different rails meet over NVLink",
+    )
     island_spines: PositiveInt | None = Field(
         default=None,
         le=4096,
@@ -579,6 +585,16 @@ class Topology(_Model):
             raise ValueError(
                 "planes above 1 need kind rail-optimized: a plane is a set of rails, each on "
                 "leaves of its own; a fat-tree's leaves mix a node's ports"
+            )
+        if self.rails_only and self.kind != "rail-optimized":
+            raise ValueError(
+                "rails_only needs kind rail-optimized: it keeps each rail on switches of its "
+                "own; a fat-tree's leaves mix a node's ports"
+            )
+        if self.rails_only and self.planes > 1:
+            raise ValueError(
+                f"rails_only with planes {self.planes}: rails_only already makes every rail "
+                "a plane of its own; leave planes at 1"
             )
         return self
 

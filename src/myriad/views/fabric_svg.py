@@ -111,7 +111,7 @@ def _legend(
 ) -> tuple[str, float]:
     meshed = _limit(limits, "spines-per-group") is None
     lines = [
-        f"{fabric.fabric} {fabric.kind}, {fabric.tiers} tier{'s' if fabric.tiers > 1 else ''}",
+        f"{fabric.fabric} {fabric.layout}, {fabric.tiers} tier{'s' if fabric.tiers > 1 else ''}",
         f"{_count(fabric.leaves, 'leaf', 'leaves')} ({fabric.leaf_model}, {fabric.radix} ports)",
         f"{_count(fabric.spines, 'spine', 'spines')}, {fabric.core_switches:,} core "
         f"({fabric.spine_model})",

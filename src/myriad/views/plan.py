@@ -74,7 +74,7 @@ def fabric_table(plan: Plan) -> Table | None:
     return _kv_table(
         "Fabric",
         [
-            ("topology", f"{fabric.kind}, {fabric.fabric}, {fabric.tiers} tier(s)"),
+            ("topology", f"{fabric.layout}, {fabric.fabric}, {fabric.tiers} tier(s)"),
             (
                 "switches",
                 f"{fabric.leaf_model} leaves, {fabric.spine_model} spines, radix {fabric.radix}",
