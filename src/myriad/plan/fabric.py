@@ -207,6 +207,8 @@ class _Shape:
     # Spines of each island (each plane of it) as the design states them, or None: as few
     # as the links fill.
     island_spines: int | None = None
+    # Every leaf cables all its uplinks, populated or not, split evenly over the spines.
+    full_uplinks: bool = False
 
     @property
     def half(self) -> int:
@@ -348,6 +350,7 @@ def _shape(spec: Cluster, catalog: Catalog, runs: Sequence[_Run]) -> _Shape:
         down=down,
         up=up,
         island_spines=topology.island_spines,
+        full_uplinks=topology.leaf_uplinks == "full",
     )
     _check_island_spines(shape)
     return shape
@@ -413,6 +416,19 @@ def _check_island_spines(shape: _Shape) -> None:
             f"network.topology.island_spines {stated}: an island's leaf and core links need "
             f"{needed} spines of {shape.spine_ports} ports: make island_spines at least "
             f"{needed} or use spines with more ports"
+        )
+
+
+def _check_management_ports(wanted: int, leaves: int, shape: _Shape, endpoints: int) -> None:
+    """Management appliances (UFM) plug into leaf ports the nodes leave free."""
+    down = shape.radix if shape.mode == "single" else shape.down
+    free = leaves * down - endpoints
+    if wanted > free:
+        raise FabricError(
+            f"network.topology.management_ports {wanted}: the leaves' {leaves * down} "
+            f"endpoint ports hold {endpoints} node ports, leaving {free} free: leave nodes out "
+            f"for the management ports (NVIDIA's DGX SuperPOD builds an SU of 32 DGX with 31, "
+            "its UFM in the last one's ports), or use fewer management ports"
         )
 
 
@@ -613,8 +629,19 @@ def leaf_uplinks(shape: _Shape, downlinks: int, spines: int) -> int:
     """Uplinks of a leaf: its endpoints over the island oversubscription, at least one
     to each spine of its group, at most the ports above the downlinks (k/2 at a ratio of
     1 or more)."""
-    wanted = math.ceil(downlinks / shape.island_oversubscription)
+    plugged = shape.down if shape.full_uplinks else downlinks
+    wanted = math.ceil(plugged / shape.island_oversubscription)
     return min(shape.up, max(wanted, spines))
+
+
+def _even_spines(shape: _Shape, needed: int) -> int:
+    """With full uplinks, the fewest spines at or above `needed` that a leaf's uplinks split
+    over evenly (a divisor of them): NVIDIA's 3-SU SuperPOD has 16 spines for its 768
+    leaf-spine links, not 12, so each leaf's 32 uplinks go 2 to every spine."""
+    if not shape.full_uplinks:
+        return needed
+    uplinks = min(shape.up, math.ceil(shape.down / shape.island_oversubscription))
+    return next((d for d in range(needed, uplinks + 1) if uplinks % d == 0), needed)
 
 
 def _meshed_group(
@@ -628,7 +655,7 @@ def _meshed_group(
     spines = shape.island_spines or 0
     while True:
         links = sum(n * leaf_uplinks(shape, down, spines) for down, n in downlinks.items())
-        needed = math.ceil((links + core) / spine_ports)
+        needed = _even_spines(shape, math.ceil((links + core) / spine_ports))
         if needed <= spines:
             return spines, links
         spines = needed
@@ -703,6 +730,7 @@ def plan_fabric(spec: Cluster, catalog: Catalog) -> Fabric | None:
     core_links = sum(plane_core_links)
     core = sum(math.ceil(links / shape.spine_ports) for links in plane_core_links)
     endpoints = sum(run.pool.count * run.endpoints for run in runs)
+    _check_management_ports(topology.management_ports, leaves, shape, endpoints)
     cables = endpoints + leaf_spine_links + core_links
     slot_gbps = shape.rails * shape.speed_gbps
     inside = shape.island_oversubscription if shape.mode not in ("single", "rails") else 1.0
@@ -746,6 +774,7 @@ def plan_fabric(spec: Cluster, catalog: Catalog) -> Fabric | None:
         leaf_downlinks=shape.down if shape.mode != "single" else shape.radix,
         planes=shape.planes,
         rails_only=topology.rails_only,
+        management_links=topology.management_ports,
         injection_gbps_per_node=float(max(run.endpoints * run.speed_gbps for run in runs)),
         island_bisection_gbps=island_bisection,
         bisection_gbps=shape.nodes * slot_gbps / 2 / cluster_oversubscription,

@@ -80,6 +80,9 @@ class Fabric:
     # Independent planes: rail j is in plane j mod planes; its leaves are numbered plane by
     # plane (plane 0's rails first), and a plane's leaves link only to its own spines.
     planes: int = 1
+    # Leaf ports of fabric-management appliances (UFM), counted apart from `cables` (the
+    # compute cables, which the cabling sheet lists one by one).
+    management_links: int = 0
     # Rails-only (no spine across rails): every rail is a plane of its own (planes = rails).
     rails_only: bool = False
 

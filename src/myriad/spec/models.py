@@ -571,6 +571,20 @@ class Topology(_Model):
         "'Rail-only'): every rail is a network of its own, one switch where it fits, else "
         "leaves under spines of that rail; GPUs of different rails meet over NVLink",
     )
+    leaf_uplinks: Literal["used", "full"] = Field(
+        default="used",
+        description="used: a leaf's uplinks follow the endpoints plugged into it; full: every "
+        "leaf cables all its uplinks, populated or not, and its uplinks split evenly over the "
+        "spines (NVIDIA DGX SuperPOD: the fabric is built for the full scalable unit)",
+    )
+    management_ports: int = Field(
+        default=0,
+        ge=0,
+        le=64,
+        description="Leaf ports of fabric-management appliances (NVIDIA UFM), cabled with the "
+        "nodes; each needs a free leaf port (NVIDIA's SuperPOD leaves one DGX out of an SU "
+        "for them)",
+    )
     island_spines: PositiveInt | None = Field(
         default=None,
         le=4096,
