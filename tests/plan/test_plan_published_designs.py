@@ -111,6 +111,29 @@ def test_meta_24k_switch_tree_matches_the_counts() -> None:
     assert all(s.downlinks + s.uplinks <= s.ports for s in tree)
 
 
+def test_spares_are_counted_by_layer_and_not_powered() -> None:
+    base = _fabric(load_fixture(META))
+    loaded = _meta_with(
+        "    inter_island_oversubscription: 7",
+        "    inter_island_oversubscription: 7\n    spares: {leaf: 0.02, spine: 0.06, core: 0.07}",
+    )
+    fabric = _fabric(loaded)
+    # ceil(1,536 x 0.02) = ceil(30.72) = 31 RTSW; ceil(144 x 0.06) = ceil(8.64) = 9 CTSW;
+    # 7 x 0.07 = 0.49 in exact arithmetic (0.49000000000000005 in floats): 1 ATSW.
+    assert (fabric.spare_leaves, fabric.spare_spines, fabric.spare_core) == (31, 9, 1)
+    # On the shelf: the counts, cables and switch power are the built fabric's.
+    assert (fabric.leaves, fabric.spines, fabric.core_switches) == (1_536, 144, 7)
+    assert (fabric.cables, fabric.switch_kw) == (base.cables, base.switch_kw)
+    assert (base.spare_leaves, base.spare_spines, base.spare_core) == (0, 0, 0)
+
+
+def test_spares_of_a_whole_number_are_not_rounded_past_it() -> None:
+    # 1,500 x 0.02 = 30 exactly; 100 x 0.07 is 7.000000000000001 in floats, and still 7.
+    from myriad.plan.fabric import _spares
+
+    assert (_spares(1_500, 0.02), _spares(100, 0.07), _spares(0, 0.5)) == (30, 7, 0)
+
+
 def test_meta_24k_needs_the_chassis_spine() -> None:
     # With the 64-port RTSW as spine too, a zone of 3,072 endpoints is past the 16 x 64 =
     # 1,024 two tiers reach, and eight such zones would need a fourth tier: refused.

@@ -419,6 +419,12 @@ def _check_island_spines(shape: _Shape) -> None:
         )
 
 
+def _spares(switches: int, fraction: float) -> int:
+    """Spares of a layer: the fraction of its switches, rounded up (none for no switches).
+    Rounded to 9 places first, so 0.02 x 1,500 is 30, not 31 from float error."""
+    return math.ceil(round(switches * fraction, 9))
+
+
 def _check_management_ports(wanted: int, leaves: int, shape: _Shape, endpoints: int) -> None:
     """Management appliances (UFM) plug into leaf ports the nodes leave free."""
     down = shape.radix if shape.mode == "single" else shape.down
@@ -775,6 +781,9 @@ def plan_fabric(spec: Cluster, catalog: Catalog) -> Fabric | None:
         planes=shape.planes,
         rails_only=topology.rails_only,
         management_links=topology.management_ports,
+        spare_leaves=_spares(leaves, topology.spares.leaf),
+        spare_spines=_spares(spines, topology.spares.spine),
+        spare_core=_spares(core, topology.spares.core),
         injection_gbps_per_node=float(max(run.endpoints * run.speed_gbps for run in runs)),
         island_bisection_gbps=island_bisection,
         bisection_gbps=shape.nodes * slot_gbps / 2 / cluster_oversubscription,

@@ -83,6 +83,11 @@ class Fabric:
     # Leaf ports of fabric-management appliances (UFM), counted apart from `cables` (the
     # compute cables, which the cabling sheet lists one by one).
     management_links: int = 0
+    # Spare switches on the shelf by layer (topology.spares), not in the counts above and
+    # not powered.
+    spare_leaves: int = 0
+    spare_spines: int = 0
+    spare_core: int = 0
     # Rails-only (no spine across rails): every rail is a plane of its own (planes = rails).
     rails_only: bool = False
 

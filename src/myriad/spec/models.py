@@ -527,6 +527,17 @@ class Pool(_Model):
         return [self.hostname(i) for i in range(1, self.count + 1)]
 
 
+class Spares(_Model):
+    """Spare switches kept on the shelf, by layer: a fraction of the layer's switches,
+    rounded up, bought with the fabric but not powered."""
+
+    leaf: float = Field(default=0.0, ge=0.0, le=1.0, description="Spare leaves per leaf")
+    spine: float = Field(default=0.0, ge=0.0, le=1.0, description="Spare spines per spine")
+    core: float = Field(
+        default=0.0, ge=0.0, le=1.0, description="Spare core switches per core switch"
+    )
+
+
 class Topology(_Model):
     kind: Literal["fat-tree", "rail-optimized"] = Field(
         description="fat-tree: a node's NIC ports share leaves; rail-optimized: port j of every "
@@ -584,6 +595,11 @@ class Topology(_Model):
         description="Leaf ports of fabric-management appliances (NVIDIA UFM), cabled with the "
         "nodes; each needs a free leaf port (NVIDIA's SuperPOD leaves one DGX out of an SU "
         "for them)",
+    )
+    spares: Spares = Field(
+        default=Spares(),
+        description="Spare switches by layer (fractions of each layer, rounded up); none unless "
+        "set",
     )
     island_spines: PositiveInt | None = Field(
         default=None,
