@@ -313,6 +313,31 @@ def test_hpn_planes_keep_each_plane_on_its_own_leaves_and_spines() -> None:
     assert all(not set(s.switches) & plane_0 and len(s.switches) == 120 for s in spines[60:])
 
 
+def test_hpn_dual_tor_cables_each_host_port_once() -> None:
+    # Dual-ToR: a NIC's two ports go to two ToRs (one per plane); each ToR takes one port of
+    # each of its 128 hosts and sends 128 uplinks to its plane's aggregation switches. So the
+    # ToR-aggregation cables equal the host ports, 1,920 x 16 = 30,720, not twice that (what
+    # counting a NIC's two ports against both ToRs would give).
+    loaded = load_fixture(HPN)
+    fabric = _fabric(loaded)
+    tree = list(iter_switch_tree(loaded.spec, loaded.catalog))
+    tors = [s for s in tree if s.tier == "leaf"]
+    assert all(tor.downlinks == 128 and tor.uplinks == 128 for tor in tors)
+    assert fabric.leaf_spine_links == fabric.node_links == 30_720
+    cables = list(iter_cables(loaded.spec, loaded.catalog, fabric))
+    assert sum(c.tier == "leaf-spine" for c in cables) == 30_720
+    # A host's NIC 0: its two ports on two ToRs, never one ToR twice.
+    ports = [c for c in cables if c.tier == "node-leaf" and c.a_device == "gpu0001"]
+    assert len({c.b_device for c in ports}) == 16
+    # Bonding the two ports instead is refused where it is written, pointing at planes.
+    text = (SPECS / HPN).read_text()
+    old = "compute: {model: HPN-NIC-2x200G, count: 8}"
+    assert old in text
+    bonded = text.replace(old, "compute: {model: HPN-NIC-2x200G, count: 8, bond: 802.3ad}")
+    with pytest.raises(MyriadError, match=re.escape("set network.topology.planes 2")):
+        load_spec_text(bonded, file=HPN)
+
+
 def test_planes_double_what_two_tiers_reach() -> None:
     # One plane of 16 rails: 2,049 hosts x 16 = 32,784 endpoints, past the 128 x 256 =
     # 32,768 two tiers reach, so pods (three tiers). Two planes of 8 rails: 16,392 a plane,
