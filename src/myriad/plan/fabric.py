@@ -57,6 +57,17 @@ oversubscription) up, the rest unused; an island (zone) is still one Clos, and i
 (CTSW) can be stated (`topology.island_spines`, one per RTSW uplink) rather than counted
 from the links; stated spines too few for the links are refused with the number needed.
 
+Rails-only (`topology.rails_only`, Wang et al. 2023) drops the spine that joins rails: every
+rail is a plane of its own, one switch where the rail's nodes fit one (mode "rails", one
+tier), else leaves under that rail's spines (and a core per rail across islands).
+
+NVIDIA's DGX SuperPOD builds each scalable unit whole: `topology.leaf_uplinks: full` cables
+every leaf's uplinks whether or not its ports are populated, and rounds the spines up to a
+divisor of a leaf's uplinks, so each leaf sends every spine the same number of links (16
+spines for 3 SU, not the 12 the links fill). `topology.management_ports` (UFM) take leaf
+ports the nodes leave free, counted apart from the compute cables. `topology.spares` are
+switches on the shelf by layer, in no count above and drawing no power.
+
 Each link is one cable with optics at both ends, the conservative figure: short in-rack
 links often use copper, which needs none. A node's end takes one transceiver per NIC
 port; a switch's end takes one per cage, and twin-port switches (QM9700: 32 OSFP cages
