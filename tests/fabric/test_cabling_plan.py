@@ -69,6 +69,7 @@ def test_fat_tree_512_counts_and_ports_by_hand() -> None:
         STARTER,
         FAT_TREE,
         ROCE_PLANES,
+        ROOT / "tests" / "fabric" / "roce-tor-racks-24.yaml",
         ROOT / "tests" / "plan" / "specs" / "meta-24k-roce.yaml",
         ROOT / "tests" / "plan" / "specs" / "alibaba-hpn-pod.yaml",
         ROOT / "inventories" / "roce-10k" / "cluster.yaml",

@@ -412,3 +412,31 @@ def test_faults_on_a_dual_plane_under_subscribed_fabric_are_found() -> None:
     )
     kinds = sorted((f.kind, f.cables) for f in result.findings)
     assert kinds == [("missing-link", (core + 1,)), ("swapped", (first + 1, second + 1))]
+
+
+ROCE_TOR_RACKS = ROOT / "tests" / "fabric" / "roce-tor-racks-24.yaml"
+
+
+def test_faults_on_a_tor_per_rack_fabric_are_found() -> None:
+    # A ToR per rack of two nodes (8 ports down), 10 uplinks each to 10 spines a zone, two
+    # zones under a core: 24 x 4 = 96 node cables, 2 x 6 x 10 = 120 ToR-spine cables, and
+    # 2 x ceil(12 x 4 x 200 / 2 / 200) = 48 core cables.
+    cables, _ = planned(ROCE_TOR_RACKS)
+    assert [sum(c.tier == tier for c in cables) for tier in ("node-leaf", "leaf-spine")] == [
+        96,
+        120,
+    ]
+    assert sum(c.tier == "spine-core" for c in cables) == 48
+    # Rack-mates' cables swapped in their ToR (cable 2: gpu01 rail1 in is00-leaf001 port 2;
+    # cable 8: gpu02 rail3 in port 8), cable 107 (is00-leaf002 port 9 to is00-spine001
+    # port 2) moved to the spine's free port 20, and the first core cable (217) missing.
+    links = swap(links_from_cables(cables), 1, 7)
+    links[106] = _moved(links[106], "is00-spine001", 20)
+    result = compare_fabric(cables, discovered_without_sim(remove(links, 216)))
+    assert sorted((f.kind, f.cables) for f in result.findings) == [
+        ("missing-link", (217,)),
+        ("swapped", (2, 8)),
+        ("wrong-port", (107,)),
+    ]
+    moved = next(f for f in result.findings if f.kind == "wrong-port")
+    assert moved.fix == "move the cable from is00-spine001 port 20 to is00-spine001 port 2"

@@ -4,6 +4,9 @@ are what `myriad plan --svg` draws now."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -171,3 +174,113 @@ def test_the_pictures_in_docs_are_what_plan_draws(doc: str, spec: Path, tmp_path
     assert (ROOT / "docs" / doc).read_text() == out.read_text(), (
         f"docs/{doc} is stale: myriad plan {spec.relative_to(ROOT)} --svg docs/{doc}"
     )
+
+
+SPECS = ROOT / "tests" / "plan" / "specs"
+
+
+def _rails_only(tmp_path: Path) -> Path:
+    """The HPN Pod's hosts, 512 of them, with eight single-port NICs on rails-only leaves."""
+    text = (SPECS / "alibaba-hpn-pod.yaml").read_text()
+    for old, new in [
+        ("count: 1920", "count: 512"),
+        ("model: HPN-NIC-2x200G, count: 8", "model: ConnectX-7, count: 8"),
+        ("switch: SN5600-200G", "switch: SN5600-400G"),
+        ("planes: 2", "rails_only: true"),
+    ]:
+        assert old in text
+        text = text.replace(old, new, 1)
+    path = tmp_path / "rails-only.yaml"
+    path.write_text(text)
+    return path
+
+
+def _svg_of(spec: Path, tmp_path: Path) -> tuple[ET.Element, Path]:
+    out = tmp_path / f"{spec.stem}.svg"
+    # These test specs carry lints of their own (no addresses, no DOCA): exit 1, picture drawn.
+    assert main(["plan", str(spec), "--svg", str(out)]) in (0, 1)
+    return ET.fromstring(out.read_text()), out
+
+
+@pytest.mark.parametrize(
+    ("spec", "labels", "notes"),
+    [
+        (
+            SPECS / "meta-24k-roce.yaml",
+            ["islands 0-7 (x8)", "192 leaves, 18 spines", "core: 7 x CTSW-576x400G"],
+            ["8 islands; in each, leaves are 1:1.125 to spines (more uplinks than endpoints)"],
+        ),
+        (
+            SPECS / "alibaba-hpn-pod.yaml",
+            ["240 leaves, 120 spines", "2 planes: 120 leaves, 60 spines each"],
+            ["1 island; in each, leaves are 1:1 to spines"],
+        ),
+        (
+            None,
+            ["64 leaves, 32 spines", "rails only: 8 rail networks, 8 leaves, 4 spines each"],
+            ["1 island; in each, leaves are 1:1 to spines"],
+        ),
+    ],
+    ids=["meta-zones", "hpn-planes", "rails-only"],
+)
+def test_zones_planes_and_rails_only_are_drawn_at_scale(
+    spec: Path | None, labels: list[str], notes: list[str], tmp_path: Path
+) -> None:
+    root, _ = _svg_of(spec or _rails_only(tmp_path), tmp_path)
+    shown = [t.text for t in _texts(root, "label")]
+    assert all(label in shown for label in labels), shown
+    assert [t.text for t in _texts(root, "note")] == notes
+    # Aggregated: a few boxes, not one per switch.
+    assert len(_boxes(root)) <= 3
+    # None of these has a fabric-shape limit: nothing may say it is not non-blocking.
+    text = " ".join(" ".join(t.itertext()) for t in root.iterfind(".//svg:text", NS))
+    assert "not non-blocking" not in text
+    _assert_no_overlap_and_labels_inside(root)
+
+
+def test_each_plane_has_a_core_of_its_own_in_the_picture(tmp_path: Path) -> None:
+    text = (SPECS / "alibaba-hpn-pod.yaml").read_text()
+    text = text.replace("count: 1920", "count: 3840", 1).replace(
+        "planes: 2", "planes: 2\n    island_nodes: 1920\n    inter_island_oversubscription: 15", 1
+    )
+    spec = tmp_path / "two-pods.yaml"
+    spec.write_text(text)
+    root, _ = _svg_of(spec, tmp_path)
+    labels = [t.text for t in _texts(root, "label")]
+    assert "a core of its own for each of 2 planes" in labels
+    # A Pod's 1,920 x 16 ports x 200G over 15:1 at 200G: 2,048 core links, 1,024 a plane.
+    assert [t.text for t in _texts(root, "link-label")] == ["~2,048 core links each (15:1)"]
+    _assert_no_overlap_and_labels_inside(root)
+
+
+def test_chromium_draws_the_zone_picture_with_its_legend(tmp_path: Path) -> None:
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        if os.environ.get("CI"):
+            pytest.fail("chromium is missing: scripts/bootstrap installs it")
+        pytest.skip("chromium is not installed (scripts/bootstrap installs it)")
+    root, svg = _svg_of(SPECS / "meta-24k-roce.yaml", tmp_path)
+    width, height = int(root.get("width", 0)), int(root.get("height", 0))
+    # Every text starts inside the view, and the legend is there.
+    for text in root.iterfind(".//svg:text", NS):
+        assert 0 <= float(text.get("x", 0)) < width and 0 < float(text.get("y", 0)) < height
+    assert _texts(root, "legend-line")
+    shot = tmp_path / "zones.png"
+    subprocess.run(
+        [
+            chromium,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--user-data-dir=" + str(tmp_path / "profile"),
+            f"--screenshot={shot}",
+            f"--window-size={width},{height}",
+            svg.as_uri(),
+        ],
+        capture_output=True,
+        timeout=120,
+        check=True,
+    )
+    # A blank 900 x 492 PNG compresses to a few kB; this picture's boxes and text make it
+    # ~40 kB (looked at by hand when written).
+    assert shot.stat().st_size > 20_000

@@ -51,11 +51,29 @@ leaves (numbered plane by plane) link only to its own spines, and its spines to 
 its own, so a plane reaches two tiers with planes times the nodes one plane would. A plane
 that fits one switch, or needs pods, is refused.
 
+A ToR per rack (`topology.leaf_nodes`, Meta's AI zone: an RTSW per rack of two servers)
+sizes a leaf by its rack, not its ports: the rack's ports down, ceil(down / island
+oversubscription) up, the rest unused; an island (zone) is still one Clos, and its spines
+(CTSW) can be stated (`topology.island_spines`, one per RTSW uplink) rather than counted
+from the links; stated spines too few for the links are refused with the number needed.
+
+Rails-only (`topology.rails_only`, Wang et al. 2023) drops the spine that joins rails: every
+rail is a plane of its own, one switch where the rail's nodes fit one (mode "rails", one
+tier), else leaves under that rail's spines (and a core per rail across islands).
+
+NVIDIA's DGX SuperPOD builds each scalable unit whole: `topology.leaf_uplinks: full` cables
+every leaf's uplinks whether or not its ports are populated, and rounds the spines up to a
+divisor of a leaf's uplinks, so each leaf sends every spine the same number of links (16
+spines for 3 SU, not the 12 the links fill). `topology.management_ports` (UFM) take leaf
+ports the nodes leave free, counted apart from the compute cables. `topology.spares` are
+switches on the shelf by layer, in no count above and drawing no power.
+
 Each link is one cable with optics at both ends, the conservative figure: short in-rack
 links often use copper, which needs none. A node's end takes one transceiver per NIC
 port; a switch's end takes one per cage, and twin-port switches (QM9700: 32 OSFP cages
 for 64 NDR ports; SN5600 split to 400G) carry two ports in one cage, as the catalog's
-`ports_per_cage` says. Cages are counted per tier and direction, rounded up.
+`ports_per_cage` says. Cages are counted per tier and direction, rounded up, and the
+plan keeps each layer's count (node-leaf, leaf-spine, spine-core).
 
 Placements and the switch tree are computed on demand, never stored in the plan, so
 100,000 GPUs cost nothing until a renderer asks for them.
@@ -81,7 +99,8 @@ LEAF_NAME = "is{island:02d}-leaf{number:03d}"
 SPINE_NAME = "is{island:02d}-spine{number:03d}"
 CORE_NAME = "core{number:03d}"
 
-Mode = Literal["single", "two-tier", "islands", "pods"]
+# "rails": rails-only with every rail on one switch of its own, no spines (one tier).
+Mode = Literal["single", "rails", "two-tier", "islands", "pods"]
 Tier = Literal["leaf", "spine", "core"]
 
 
@@ -196,6 +215,11 @@ class _Shape:
     # at an island oversubscription of 1 or more; below 1, more up than down.
     down: int = 0
     up: int = 0
+    # Spines of each island (each plane of it) as the design states them, or None: as few
+    # as the links fill.
+    island_spines: int | None = None
+    # Every leaf cables all its uplinks, populated or not, split evenly over the spines.
+    full_uplinks: bool = False
 
     @property
     def half(self) -> int:
@@ -214,7 +238,14 @@ class _Shape:
 
 
 def _mode(
-    radix: int, spine_ports: int, down: int, rails: int, island_nodes: int, islands: int
+    radix: int,
+    spine_ports: int,
+    down: int,
+    rails: int,
+    island_nodes: int,
+    islands: int,
+    *,
+    lone: bool,
 ) -> Mode:
     """The shape by endpoint count (REFERENCE.md); `_shape` refines it by switch ports."""
     endpoints = island_nodes * rails
@@ -238,7 +269,7 @@ def _mode(
             f"an island of {island_nodes} nodes has {endpoints} endpoints; {reach}: {remedy}"
         )
     if islands == 1:
-        if endpoints <= radix:
+        if lone:
             return "single"
         return "two-tier" if endpoints <= two_tier else "pods"
     if endpoints > two_tier:
@@ -265,16 +296,43 @@ def _shape(spec: Cluster, catalog: Catalog, runs: Sequence[_Run]) -> _Shape:
     rails = max(run.endpoints for run in runs)
     island_nodes = min(topology.island_nodes or nodes, nodes)
     islands = math.ceil(nodes / island_nodes)
-    planes = topology.planes
-    _check_planes(spec, catalog, planes)
-    # A lone switch has no uplinks to split its ports with.
-    lone = islands == 1 and island_nodes * (rails // planes) <= leaf.ports
+    # Rails-only: every rail is a plane of its own (Wang et al. 2023), whatever the NICs.
+    planes = rails if topology.rails_only else topology.planes
+    if not topology.rails_only:
+        _check_planes(spec, catalog, planes)
+    leaf_nodes = topology.leaf_nodes
+    # A lone switch has no uplinks to split its ports with; a leaf per rack of leaf_nodes
+    # is lone only where the one island fits one rack.
+    lone = (
+        islands == 1
+        and island_nodes * (rails // planes) <= leaf.ports
+        and (leaf_nodes is None or island_nodes <= leaf_nodes)
+    )
     half = leaf.ports // 2
-    down, up = (half, half) if lone else _leaf_split(leaf.ports, topology.island_oversubscription)
+    if lone:
+        down, up = half, half
+    elif leaf_nodes is not None:
+        per_node = rails if topology.kind == "fat-tree" else 1
+        down, up = _rack_leaf_split(
+            topology.switch, leaf.ports, leaf_nodes, per_node, topology.island_oversubscription
+        )
+    else:
+        down, up = _leaf_split(leaf.ports, topology.island_oversubscription)
     # Planes are independent fabrics: each is shaped by its own share of the rails.
-    mode = _mode(leaf.ports, spine.ports, down, rails // planes, island_nodes, islands)
-    if mode != "single" and (leaf.ports < 2 or spine.ports < 2):
+    mode = _mode(leaf.ports, spine.ports, down, rails // planes, island_nodes, islands, lone=lone)
+    if mode == "single" and planes > 1 and topology.rails_only:
+        # Each rail's nodes fit one switch: a switch per rail, every port down.
+        mode, down, up = "rails", leaf.ports, 0
+    if mode not in ("single", "rails") and (leaf.ports < 2 or spine.ports < 2):
         raise FabricError("switches of fewer than 2 ports cannot be linked into tiers")
+    if topology.rails_only and mode == "pods":
+        raise FabricError(
+            f"network.topology.rails_only: a rail of {island_nodes} nodes is past the "
+            f"{two_tier_capacity(leaf.ports, spine.ports, down)} endpoints two tiers of "
+            f"{leaf.ports}-port leaves under {spine.ports}-port spines reach, and Myriad plans "
+            "a rail as leaves under spines at most: make island_nodes smaller (rails of each "
+            "island under a core of their own) or use switches with more ports"
+        )
     if planes > 1 and mode in ("single", "pods"):
         raise FabricError(
             f"network.topology.planes {planes}: each plane is planned as leaves under spines "
@@ -287,7 +345,7 @@ def _shape(spec: Cluster, catalog: Catalog, runs: Sequence[_Run]) -> _Shape:
                 "island_nodes smaller or use switches with more ports"
             )
         )
-    return _Shape(
+    shape = _Shape(
         kind=topology.kind,
         mode=mode,
         radix=leaf.ports,
@@ -302,7 +360,11 @@ def _shape(spec: Cluster, catalog: Catalog, runs: Sequence[_Run]) -> _Shape:
         planes=planes,
         down=down,
         up=up,
+        island_spines=topology.island_spines,
+        full_uplinks=topology.leaf_uplinks == "full",
     )
+    _check_island_spines(shape)
+    return shape
 
 
 def _leaf_split(radix: int, ratio: float) -> tuple[int, int]:
@@ -322,6 +384,69 @@ def _leaf_split(radix: int, ratio: float) -> tuple[int, int]:
             "switch with more ports"
         )
     return down, radix - down
+
+
+def _rack_leaf_split(
+    model: str, radix: int, leaf_nodes: int, per_node: int, ratio: float
+) -> tuple[int, int]:
+    """(ports down, most ports up) of a top-of-rack leaf under `leaf_nodes` nodes of
+    `per_node` ports on it: the rack's ports down, the rest free for uplinks, which must hold
+    ceil(down / ratio) (Meta's RTSW: 16 GPUs down, 18 up at 1:1.125)."""
+    down = leaf_nodes * per_node
+    wanted = math.ceil(down / ratio)
+    if down + wanted > radix:
+        most = math.floor(radix * ratio / (1 + ratio)) // per_node
+        remedy = f"make leaf_nodes at most {most}" if most else "use a leaf with more ports"
+        raise FabricError(
+            f"network.topology.leaf_nodes {leaf_nodes}: a leaf takes {down} endpoint port(s) "
+            f"and, at island_oversubscription {ratio:g}, {wanted} uplink(s): {down + wanted} "
+            f"ports, but {model} has {radix}: {remedy}, a higher island_oversubscription, or "
+            "a leaf with more ports"
+        )
+    return down, radix - down
+
+
+def _check_island_spines(shape: _Shape) -> None:
+    """Stated spines must be a two-tier island's and hold its leaf and core links."""
+    stated = shape.island_spines
+    if stated is None:
+        return
+    if shape.mode in ("single", "rails", "pods"):
+        raise FabricError(
+            f"network.topology.island_spines {stated}: an island of {shape.island_nodes} "
+            + (
+                "nodes fits one switch (per rail), which has no spines: remove island_spines"
+                if shape.mode in ("single", "rails")
+                else "nodes needs three tiers (pods), whose spines Myriad counts itself: "
+                "remove island_spines or make island_nodes smaller"
+            )
+        )
+    needed = max(group.spines for group in _island_groups(shape, shape.island_nodes))
+    if needed > stated:
+        raise FabricError(
+            f"network.topology.island_spines {stated}: an island's leaf and core links need "
+            f"{needed} spines of {shape.spine_ports} ports: make island_spines at least "
+            f"{needed} or use spines with more ports"
+        )
+
+
+def _spares(switches: int, fraction: float) -> int:
+    """Spares of a layer: the fraction of its switches, rounded up (none for no switches).
+    Rounded to 9 places first, so 0.02 x 1,500 is 30, not 31 from float error."""
+    return math.ceil(round(switches * fraction, 9))
+
+
+def _check_management_ports(wanted: int, leaves: int, shape: _Shape, endpoints: int) -> None:
+    """Management appliances (UFM) plug into leaf ports the nodes leave free."""
+    down = shape.radix if shape.mode == "single" else shape.down
+    free = leaves * down - endpoints
+    if wanted > free:
+        raise FabricError(
+            f"network.topology.management_ports {wanted}: the leaves' {leaves * down} "
+            f"endpoint ports hold {endpoints} node ports, leaving {free} free: leave nodes out "
+            f"for the management ports (NVIDIA's DGX SuperPOD builds an SU of 32 DGX with 31, "
+            "its UFM in the last one's ports), or use fewer management ports"
+        )
 
 
 def _check_planes(spec: Cluster, catalog: Catalog, planes: int) -> None:
@@ -521,8 +646,19 @@ def leaf_uplinks(shape: _Shape, downlinks: int, spines: int) -> int:
     """Uplinks of a leaf: its endpoints over the island oversubscription, at least one
     to each spine of its group, at most the ports above the downlinks (k/2 at a ratio of
     1 or more)."""
-    wanted = math.ceil(downlinks / shape.island_oversubscription)
+    plugged = shape.down if shape.full_uplinks else downlinks
+    wanted = math.ceil(plugged / shape.island_oversubscription)
     return min(shape.up, max(wanted, spines))
+
+
+def _even_spines(shape: _Shape, needed: int) -> int:
+    """With full uplinks, the fewest spines at or above `needed` that a leaf's uplinks split
+    over evenly (a divisor of them): NVIDIA's 3-SU SuperPOD has 16 spines for its 768
+    leaf-spine links, not 12, so each leaf's 32 uplinks go 2 to every spine."""
+    if not shape.full_uplinks:
+        return needed
+    uplinks = min(shape.up, math.ceil(shape.down / shape.island_oversubscription))
+    return next((d for d in range(needed, uplinks + 1) if uplinks % d == 0), needed)
 
 
 def _meshed_group(
@@ -533,10 +669,10 @@ def _meshed_group(
     More spines need more uplinks (one to each), which may need more spines: the fixed
     point, reached in a few steps since uplinks stop at k/2.
     """
-    spines = 0
+    spines = shape.island_spines or 0
     while True:
         links = sum(n * leaf_uplinks(shape, down, spines) for down, n in downlinks.items())
-        needed = math.ceil((links + core) / spine_ports)
+        needed = _even_spines(shape, math.ceil((links + core) / spine_ports))
         if needed <= spines:
             return spines, links
         spines = needed
@@ -544,7 +680,7 @@ def _meshed_group(
 
 def _island_groups(shape: _Shape, nodes: int) -> tuple[_Group, ...]:
     leaves = _island_leaves(shape, nodes)
-    if shape.mode == "single":
+    if shape.mode in ("single", "rails"):
         return ()
     if shape.mode == "pods":
         return tuple(_pods(shape, nodes, leaves))
@@ -611,9 +747,10 @@ def plan_fabric(spec: Cluster, catalog: Catalog) -> Fabric | None:
     core_links = sum(plane_core_links)
     core = sum(math.ceil(links / shape.spine_ports) for links in plane_core_links)
     endpoints = sum(run.pool.count * run.endpoints for run in runs)
+    _check_management_ports(topology.management_ports, leaves, shape, endpoints)
     cables = endpoints + leaf_spine_links + core_links
     slot_gbps = shape.rails * shape.speed_gbps
-    inside = shape.island_oversubscription if shape.mode != "single" else 1.0
+    inside = shape.island_oversubscription if shape.mode not in ("single", "rails") else 1.0
     # More uplinks than downlinks (a ratio below 1) adds no bisection past the endpoints'.
     island_bisection = shape.island_nodes * slot_gbps / 2 / max(inside, 1.0)
     cluster_oversubscription = max(inside, 1.0) * (
@@ -621,13 +758,11 @@ def plan_fabric(spec: Cluster, catalog: Catalog) -> Fabric | None:
     )
     leaf_cage, spine_cage = leaf.ports_per_cage, spine.ports_per_cage
     # Node ends: one per NIC port. Switch ends: one per cage, by tier and direction.
-    transceivers = (
-        endpoints
-        + math.ceil(endpoints / leaf_cage)
-        + math.ceil(leaf_spine_links / leaf_cage)
-        + math.ceil(leaf_spine_links / spine_cage)
-        + 2 * math.ceil(core_links / spine_cage)
+    node_optics = endpoints + math.ceil(endpoints / leaf_cage)
+    leaf_spine_optics = math.ceil(leaf_spine_links / leaf_cage) + math.ceil(
+        leaf_spine_links / spine_cage
     )
+    core_optics = 2 * math.ceil(core_links / spine_cage)
     return Fabric(
         kind=topology.kind,
         fabric=spec.network.fabric,
@@ -640,7 +775,7 @@ def plan_fabric(spec: Cluster, catalog: Catalog) -> Fabric | None:
         rails=shape.rails,
         island_nodes=shape.island_nodes,
         islands=tuple(islands),
-        tiers={"single": 1, "two-tier": 2, "islands": 3, "pods": 3}[shape.mode],
+        tiers={"single": 1, "rails": 1, "two-tier": 2, "islands": 3, "pods": 3}[shape.mode],
         leaves=leaves,
         spines=spines,
         core_switches=core,
@@ -648,10 +783,18 @@ def plan_fabric(spec: Cluster, catalog: Catalog) -> Fabric | None:
         leaf_spine_links=leaf_spine_links,
         spine_core_links=core_links,
         cables=cables,
-        transceivers=transceivers,
+        transceivers=node_optics + leaf_spine_optics + core_optics,
+        node_transceivers=node_optics,
+        leaf_spine_transceivers=leaf_spine_optics,
+        spine_core_transceivers=core_optics,
         ports_per_cage=leaf_cage,
         leaf_downlinks=shape.down if shape.mode != "single" else shape.radix,
         planes=shape.planes,
+        rails_only=topology.rails_only,
+        management_links=topology.management_ports,
+        spare_leaves=_spares(leaves, topology.spares.leaf),
+        spare_spines=_spares(spines, topology.spares.spine),
+        spare_core=_spares(core, topology.spares.core),
         injection_gbps_per_node=float(max(run.endpoints * run.speed_gbps for run in runs)),
         island_bisection_gbps=island_bisection,
         bisection_gbps=shape.nodes * slot_gbps / 2 / cluster_oversubscription,
@@ -678,7 +821,7 @@ def leaf_placement(fabric: Fabric, node_index: int, nic_index: int) -> LeafPlace
     if node_index < 0 or island >= len(fabric.islands) or local >= fabric.islands[island].nodes:
         raise IndexError(f"compute node {node_index} is not in the fabric")
     half = fabric.leaf_downlinks
-    if fabric.tiers == 1:
+    if fabric.tiers == 1 and fabric.planes == 1:
         leaf, port = 0, local * fabric.rails + nic_index
     elif fabric.kind == "fat-tree":
         slot = local * fabric.rails + nic_index
@@ -868,7 +1011,7 @@ def _iter_leaves(shape: _Shape, runs: Sequence[_Run]) -> Iterator[TreeSwitch]:
             hosts, plugged = _leaf_members(shape, runs, island, leaf)
             uplinks = (
                 0
-                if shape.mode == "single"
+                if shape.mode in ("single", "rails")
                 else leaf_uplinks(shape, leaf_downlinks(shape, nodes, leaf), spines[leaf])
             )
             yield TreeSwitch(

@@ -62,6 +62,11 @@ class Fabric:
     spine_core_links: int
     cables: int
     transceivers: int
+    # The transceivers by layer, summing to `transceivers`: node-leaf (both ends),
+    # leaf-spine (both ends), spine-core (both ends).
+    node_transceivers: int
+    leaf_spine_transceivers: int
+    spine_core_transceivers: int
     injection_gbps_per_node: float
     island_bisection_gbps: float
     bisection_gbps: float
@@ -75,6 +80,21 @@ class Fabric:
     # Independent planes: rail j is in plane j mod planes; its leaves are numbered plane by
     # plane (plane 0's rails first), and a plane's leaves link only to its own spines.
     planes: int = 1
+    # Leaf ports of fabric-management appliances (UFM), counted apart from `cables` (the
+    # compute cables, which the cabling sheet lists one by one).
+    management_links: int = 0
+    # Spare switches on the shelf by layer (topology.spares), not in the counts above and
+    # not powered.
+    spare_leaves: int = 0
+    spare_spines: int = 0
+    spare_core: int = 0
+    # Rails-only (no spine across rails): every rail is a plane of its own (planes = rails).
+    rails_only: bool = False
+
+    @property
+    def layout(self) -> str:
+        """The topology in words: the kind, and rails-only where no spine joins the rails."""
+        return f"{self.kind} (rails only)" if self.rails_only else self.kind
 
 
 @dataclass(frozen=True, slots=True)

@@ -447,6 +447,19 @@ class NicSet(_Model):
         "there are no storage NICs)",
     )
 
+    @field_validator("compute")
+    @classmethod
+    def _compute_ports_unbonded(cls, value: NicGroup | None) -> NicGroup | None:
+        # The fabric plans every compute port as a rail of its own, and NCCL drives each
+        # port itself; a bond would be planned as if it were not there.
+        if value is not None and value.bond is not None:
+            raise ValueError(
+                f"bond {value.bond} on compute NICs is not planned: every compute port is a "
+                "rail of its own on the fabric; remove bond (to put a dual-port NIC's two "
+                "ports on two ToRs, set network.topology.planes 2)"
+            )
+        return value
+
 
 class Profile(_Model):
     """One server shape. `server` names a catalog layout for power and rack-unit figures."""
@@ -514,6 +527,17 @@ class Pool(_Model):
         return [self.hostname(i) for i in range(1, self.count + 1)]
 
 
+class Spares(_Model):
+    """Spare switches kept on the shelf, by layer: a fraction of the layer's switches,
+    rounded up, bought with the fabric but not powered."""
+
+    leaf: float = Field(default=0.0, ge=0.0, le=1.0, description="Spare leaves per leaf")
+    spine: float = Field(default=0.0, ge=0.0, le=1.0, description="Spare spines per spine")
+    core: float = Field(
+        default=0.0, ge=0.0, le=1.0, description="Spare core switches per core switch"
+    )
+
+
 class Topology(_Model):
     kind: Literal["fat-tree", "rail-optimized"] = Field(
         description="fat-tree: a node's NIC ports share leaves; rail-optimized: port j of every "
@@ -545,6 +569,45 @@ class Topology(_Model):
         "planes, each plane its own leaves and spines (Alibaba HPN: a dual-port NIC's ports "
         "to two ToRs in two planes); every compute NIC's ports must split evenly",
     )
+    leaf_nodes: PositiveInt | None = Field(
+        default=None,
+        le=1024,
+        description="Compute nodes under one leaf: a top-of-rack switch per rack of that many "
+        "nodes (Meta's RTSW: 2), its other ports free for uplinks; default: as many as half "
+        "the leaf's ports take",
+    )
+    rails_only: bool = Field(
+        default=False,
+        description="No spine across rails (rail-optimized only; Wang et al. 2023, "
+        "'Rail-only'): every rail is a network of its own, one switch where it fits, else "
+        "leaves under spines of that rail; GPUs of different rails meet over NVLink",
+    )
+    leaf_uplinks: Literal["used", "full"] = Field(
+        default="used",
+        description="used: a leaf's uplinks follow the endpoints plugged into it; full: every "
+        "leaf cables all its uplinks, populated or not, and its uplinks split evenly over the "
+        "spines (NVIDIA DGX SuperPOD: the fabric is built for the full scalable unit)",
+    )
+    management_ports: int = Field(
+        default=0,
+        ge=0,
+        le=64,
+        description="Leaf ports of fabric-management appliances (NVIDIA UFM), cabled with the "
+        "nodes; each needs a free leaf port (NVIDIA's SuperPOD leaves one DGX out of an SU "
+        "for them)",
+    )
+    spares: Spares = Field(
+        default=Spares(),
+        description="Spare switches by layer (fractions of each layer, rounded up); none unless "
+        "set",
+    )
+    island_spines: PositiveInt | None = Field(
+        default=None,
+        le=4096,
+        description="Spines of each island (of each plane), as the design builds them (Meta: "
+        "18 CTSW a zone, one per RTSW uplink); every leaf stripes its uplinks over them; "
+        "default: as few as the island's links fill",
+    )
 
     @model_validator(mode="after")
     def _planes_are_rails(self) -> Topology:
@@ -552,6 +615,16 @@ class Topology(_Model):
             raise ValueError(
                 "planes above 1 need kind rail-optimized: a plane is a set of rails, each on "
                 "leaves of its own; a fat-tree's leaves mix a node's ports"
+            )
+        if self.rails_only and self.kind != "rail-optimized":
+            raise ValueError(
+                "rails_only needs kind rail-optimized: it keeps each rail on switches of its "
+                "own; a fat-tree's leaves mix a node's ports"
+            )
+        if self.rails_only and self.planes > 1:
+            raise ValueError(
+                f"rails_only with planes {self.planes}: rails_only already makes every rail "
+                "a plane of its own; leave planes at 1"
             )
         return self
 

@@ -9,7 +9,10 @@ Two views, chosen by size:
   more cables);
 - **grouped** (larger): islands of the same shape are one box ("x24") with their
   nodes, GPUs, leaves and spines, under one box for the core; lines carry the links per
-  island and the oversubscription.
+  island and the oversubscription. An island in planes says how it splits (each plane its
+  own leaves, spines and core; rails-only: one network per rail), and uplink ratios are
+  written as operators write them (2:1 oversubscribed, 1:1.125 with more uplinks than
+  endpoints).
 
 Boxes carry `class="box"` and a `data-name`, so tests (and people) can find them; the
 layout never lets two boxes overlap and keeps every label inside its box.
@@ -69,6 +72,23 @@ def _count(n: int, one: str, many: str) -> str:
     return f"{n:,} {one if n == 1 else many}"
 
 
+def ratio(value: float) -> str:
+    """An uplink ratio as operators write it: 2:1 oversubscribed, 1:1.125 under-subscribed
+    (more uplinks than endpoints, Meta's RTSW)."""
+    return f"{value:g}:1" if value >= 1 else f"1:{1 / value:.4g}"
+
+
+def _planes_line(fabric: Fabric, island: Island) -> tuple[str, ...]:
+    """How an island splits into independent planes (rails-only: a network per rail)."""
+    if fabric.planes == 1:
+        return ()
+    leaves, spines = island.leaves // fabric.planes, island.spines // fabric.planes
+    where = f"{leaves:,} leaves" + (f", {spines:,} spines" if spines else "") + " each"
+    if fabric.rails_only:
+        return (f"rails only: {fabric.planes} rail networks, {where}",)
+    return (f"{fabric.planes} planes: {where}",)
+
+
 def text_width(text: str, size: float = FONT) -> float:
     return len(text) * size * CHAR_W
 
@@ -111,7 +131,7 @@ def _legend(
 ) -> tuple[str, float]:
     meshed = _limit(limits, "spines-per-group") is None
     lines = [
-        f"{fabric.fabric} {fabric.kind}, {fabric.tiers} tier{'s' if fabric.tiers > 1 else ''}",
+        f"{fabric.fabric} {fabric.layout}, {fabric.tiers} tier{'s' if fabric.tiers > 1 else ''}",
         f"{_count(fabric.leaves, 'leaf', 'leaves')} ({fabric.leaf_model}, {fabric.radix} ports)",
         f"{_count(fabric.spines, 'spine', 'spines')}, {fabric.core_switches:,} core "
         f"({fabric.spine_model})",
@@ -119,11 +139,11 @@ def _legend(
         f"{_count(fabric.rails, 'rail', 'rails')} per node",
         f"cables: {fabric.node_links:,} node, {fabric.leaf_spine_links:,} leaf-spine, "
         f"{fabric.spine_core_links:,} spine-core",
-        f"oversubscription: {fabric.island_oversubscription:g}:1 in an island, "
-        f"{fabric.inter_island_oversubscription:g}:1 between islands"
+        f"oversubscription: {ratio(fabric.island_oversubscription)} in an island, "
+        f"{ratio(fabric.inter_island_oversubscription)} between islands"
         if meshed
-        else f"oversubscription: {fabric.island_oversubscription:g}:1 uplinks in an island "
-        f"(not non-blocking), {fabric.inter_island_oversubscription:g}:1 between islands",
+        else f"oversubscription: {ratio(fabric.island_oversubscription)} uplinks in an island "
+        f"(not non-blocking), {ratio(fabric.inter_island_oversubscription)} between islands",
     ]
     width = max(text_width(line) for line in lines) + 20
     height = len(lines) * (FONT + 4) + 16 + (22 if rails > 1 else 0)
@@ -294,6 +314,7 @@ def grouped(
                     f"each {island.nodes:,} nodes, {island.nodes * gpus_per_node:,} GPUs",
                     f"{island.leaves:,} leaves, {island.spines:,} spines",
                     f"{island.nodes * fabric.rails:,} endpoints, {fabric.rails} rails",
+                    *_planes_line(fabric, island),
                     *unmeshed,
                 ),
             )
@@ -308,18 +329,21 @@ def grouped(
             f"core: {fabric.core_switches:,} x {fabric.spine_model}",
             f"{fabric.spine_core_links:,} spine-core cables",
         )
+        if fabric.planes > 1:
+            # A plane's spines link only to its own core switches.
+            core_lines += (f"a core of its own for each of {fabric.planes} planes",)
         if reach is not None:
             core_lines += (
                 f"a fourth tier is needed: the core reaches {reach.available:,} of "
                 f"{reach.needed:,}",
             )
         core_w = max(text_width(line) for line in core_lines) + 24
-        core_h = 48 if len(core_lines) == 2 else 64
+        core_h = 16 + 16 * len(core_lines)
         core = Box("core", "core", (width - core_w) / 2, y, core_w, core_h, core_lines)
         y += 150
     share = (width - 80) / len(groups)
     islands: list[Box] = []
-    box_h = 80 if max(len(lines) for _, lines in label_sets) == 4 else 96
+    box_h = 16 + 16 * max(len(lines) for _, lines in label_sets)
     for n, (name, lines) in enumerate(label_sets):
         x = 40 + n * share + (share - box_w) / 2
         islands.append(Box(name, "spine", x, y, box_w, box_h, lines))
@@ -334,7 +358,7 @@ def grouped(
                 f'<line class="link" x1="{box.cx:.1f}" y1="{box.y:.1f}" x2="{core.cx:.1f}" '
                 f'y2="{core.y + core.h:.1f}" stroke="#666" stroke-width="3"/>'
             )
-            label = f"~{links:,} core links each ({fabric.inter_island_oversubscription:g}:1)"
+            label = f"~{links:,} core links each ({ratio(fabric.inter_island_oversubscription)})"
             # On the side away from the core, so the line never crosses the label.
             left = box.cx < core.cx
             anchor, lx = ("end", box.cx - 8) if left else ("start", box.cx + 8)
@@ -348,10 +372,12 @@ def grouped(
     body.extend(_box_svg(box) for box in islands)
     y += box_h + 40
     count = sum(len(i) for i, _ in groups)
+    under = " (more uplinks than endpoints)" if fabric.island_oversubscription < 1 else ""
     note = (
-        f"{count} islands; in each, leaves are {fabric.island_oversubscription:g}:1 to spines"
+        f"{count} {'island' if count == 1 else 'islands'}; in each, leaves are "
+        f"{ratio(fabric.island_oversubscription)} to spines{under}"
         if mesh is None
-        else f"{count} islands; leaves have {fabric.island_oversubscription:g}:1 uplinks but "
+        else f"{count} islands; leaves have {ratio(fabric.island_oversubscription)} uplinks but "
         f"reach {mesh.available:,} of up to {mesh.needed:,} spines: not non-blocking"
     )
     body.append(f'<text class="note" x="40" y="{y:.1f}" font-size="{FONT}">{escape(note)}</text>')

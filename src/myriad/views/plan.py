@@ -74,7 +74,7 @@ def fabric_table(plan: Plan) -> Table | None:
     return _kv_table(
         "Fabric",
         [
-            ("topology", f"{fabric.kind}, {fabric.fabric}, {fabric.tiers} tier(s)"),
+            ("topology", f"{fabric.layout}, {fabric.fabric}, {fabric.tiers} tier(s)"),
             (
                 "switches",
                 f"{fabric.leaf_model} leaves, {fabric.spine_model} spines, radix {fabric.radix}",
@@ -92,7 +92,13 @@ def fabric_table(plan: Plan) -> Table | None:
             ),
             (
                 "leaf / spine / core switches",
-                f"{fabric.leaves:,} / {fabric.spines:,} / {fabric.core_switches:,}",
+                f"{fabric.leaves:,} / {fabric.spines:,} / {fabric.core_switches:,}"
+                + (
+                    f" (+ {fabric.spare_leaves:,} / {fabric.spare_spines:,} / "
+                    f"{fabric.spare_core:,} spare)"
+                    if fabric.spare_leaves or fabric.spare_spines or fabric.spare_core
+                    else ""
+                ),
             ),
             (
                 "links node-leaf / leaf-spine / spine-core",
