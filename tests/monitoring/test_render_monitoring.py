@@ -19,10 +19,12 @@ from typing import Any
 import pytest
 import yaml
 
+from myriad.plan.nodes import iter_nodes
 from myriad.plan.pipeline import PlanResult, plan_loaded
 from myriad.plan.ports import hardware_expectation
 from myriad.render.inventory import build_inventory
 from myriad.render.monitoring import monitoring_files, prometheus_config, prometheus_url
+from myriad.render.role_vars import slurm_blocks
 from myriad.render.writer import write_inventory
 from myriad.spec import load_spec_text
 
@@ -472,3 +474,30 @@ def test_rail_labels_follow_the_vendor_port_map_the_node_is_checked_against() ->
     shape = loaded.spec.profiles["node"]
     expected = hardware_expectation(shape, loaded.catalog, "infiniband", "profiles.node.nics")
     assert expected["compute"]["devices"] == devices
+
+
+def test_nvl72_trays_carry_their_nvlink_domain_as_slurm_names_its_block() -> None:
+    targets = json.loads(rendered("gb300-nvl72-8")["targets/node.json"])
+    by_node = {t["labels"]["node"]: t["labels"] for t in targets}
+    trays = sorted(name for name in by_node if by_node[name]["pool"] == "gpu")
+    # 144 trays, 18 to a GB300 NVL72 rack: 144 / 18 = 8 domains, nvl01..nvl08, in host order.
+    assert len(trays) == 144
+    assert {by_node[name]["nvlink_domain"] for name in trays[:18]} == {"nvl01"}
+    assert by_node[trays[18]]["nvlink_domain"] == "nvl02"
+    assert by_node[trays[143]]["nvlink_domain"] == "nvl08"
+    # Head nodes are in no NVLink domain; the label is absent, not empty.
+    assert "nvlink_domain" not in by_node["ctl01"]
+    result = planned("gb300-nvl72-8")
+    assert result.plan is not None
+    nodes = list(iter_nodes(result.loaded.spec))
+    blocks = slurm_blocks(result.loaded.spec, result.plan, nodes)
+    assert {b["name"]: b["nodes"] for b in blocks} == {
+        domain: sorted(n for n in trays if by_node[n]["nvlink_domain"] == domain)
+        for domain in {by_node[n]["nvlink_domain"] for n in trays}
+    }
+
+
+def test_servers_with_nvswitch_carry_no_nvlink_domain() -> None:
+    # An HGX H100 server's NVLink domain is the server itself: the node label already names it.
+    targets = json.loads(rendered("starter-64")["targets/node.json"])
+    assert all("nvlink_domain" not in t["labels"] for t in targets)

@@ -8,7 +8,10 @@ multiple of that leaves a last, incomplete rack (`partial_nodes`); the lints ref
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from myriad.plan.model import NvlinkDomains
+from myriad.plan.nodes import NodeRecord
 from myriad.spec.catalog_models import Catalog, RackSystem
 from myriad.spec.models import Cluster, Profile
 
@@ -68,3 +71,23 @@ def plan_nvlink(spec: Cluster, catalog: Catalog) -> tuple[NvlinkDomains, ...]:
                 )
             )
     return tuple(domains)
+
+
+def rack_domain_members(
+    domains: Sequence[NvlinkDomains], nodes: Sequence[NodeRecord]
+) -> dict[str, list[str]]:
+    """Each rack-scale NVLink domain's trays, named `nvlNN` in pool order then host order.
+
+    One naming for every consumer (Slurm's topology/block, monitoring's `nvlink_domain`
+    label), so an alert's domain is the block Slurm places jobs in. Servers with NVSwitch are
+    left out: their domain is the node itself, which the `node` label already names.
+    """
+    members: list[list[str]] = []
+    for entry in domains:
+        if entry.system is None:
+            continue
+        trays = [node.name for node in nodes if node.pool == entry.pool]
+        size = entry.nodes_per_domain
+        members += [trays[start : start + size] for start in range(0, len(trays), size)]
+    width = max(2, len(str(len(members))))
+    return {f"nvl{number:0{width}d}": names for number, names in enumerate(members, start=1)}

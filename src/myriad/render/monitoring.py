@@ -10,8 +10,9 @@ beside it), so `promtool check config` runs on it as rendered.
 Targets are file-based service discovery (adding a node rewrites targets/*.json; Prometheus
 rereads them without a restart) and carry the node's labels: node, pool, profile, role,
 island (compute nodes), rack (the plan's placement: servers of one profile fill racks in
-pool order, as `myriad plan` counts them). A port's rail is a label of its series: metric
-relabelling maps each pool's HCA and interface names to their rail.
+pool order, as `myriad plan` counts them), nvlink_domain (trays of a rack-scale system: the
+domain's name is its Slurm topology/block name, `nvlNN`). A port's rail is a label of its
+series: metric relabelling maps each pool's HCA and interface names to their rail.
 
 Metric names are those of the exporters the role installs: node exporter (Debian's
 prometheus-node-exporter, textfile collector in /var/lib/prometheus/node-exporter), NVIDIA's
@@ -32,6 +33,7 @@ import yaml
 from myriad.plan.addresses import host_addresses
 from myriad.plan.model import Plan
 from myriad.plan.nodes import NodeRecord, iter_nodes
+from myriad.plan.nvlink import rack_domain_members
 from myriad.plan.ports import ports
 from myriad.plan.power import server_kw, server_rack_units
 from myriad.spec.catalog_models import Catalog
@@ -110,10 +112,16 @@ def rack_fit(spec: Cluster, catalog: Catalog, profile_name: str) -> int:
 def targets(
     spec: Cluster,
     catalog: Catalog,
+    plan: Plan,
     nodes: Sequence[NodeRecord],
     addresses: Mapping[str, str],
 ) -> list[Target]:
     placement = racks(spec, catalog, nodes)
+    domain_of = {
+        name: domain
+        for domain, names in rack_domain_members(plan.nvlink, nodes).items()
+        for name in names
+    }
     found = []
     for node in nodes:
         labels = {
@@ -125,6 +133,8 @@ def targets(
         }
         if node.island is not None:
             labels["island"] = str(node.island)
+        if node.name in domain_of:
+            labels["nvlink_domain"] = domain_of[node.name]
         found.append(Target(node.name, addresses[node.name], labels))
     return found
 
@@ -921,7 +931,7 @@ def monitoring_files(
     nodes = list(iter_nodes(spec)) if nodes is None else list(nodes)
     addresses = _addresses(spec, nodes) if addresses is None else addresses
     servers = monitoring_servers(spec)
-    found = targets(spec, catalog, nodes, addresses)
+    found = targets(spec, catalog, plan, nodes, addresses)
     gpu_pools = _gpu_pools(spec)
     files = {
         "prometheus.yml": HEADER + _yaml(prometheus_config(spec, catalog, servers)),

@@ -16,7 +16,7 @@ from myriad.plan.fabric import leaf_placement
 from myriad.plan.machines import StackStorage
 from myriad.plan.model import Plan
 from myriad.plan.nodes import NodeRecord
-from myriad.plan.nvlink import rack_system_of
+from myriad.plan.nvlink import rack_domain_members, rack_system_of
 from myriad.plan.ports import hardware_expectation, ports, ports_to_name
 from myriad.spec.catalog_models import Catalog
 from myriad.spec.models import Cluster, Pool, Profile
@@ -591,15 +591,9 @@ def slurm_blocks(spec: Cluster, plan: Plan, nodes: Sequence[NodeRecord]) -> list
     racks = {d.pool: d for d in plan.nvlink if d.system is not None}
     if not racks or any(p.name not in racks for p in spec.pools_with_role("compute")):
         return []
-    members: list[list[str]] = []
-    for pool, domains in racks.items():
-        trays = [node.name for node in nodes if node.pool == pool]
-        size = domains.nodes_per_domain
-        members += [trays[start : start + size] for start in range(0, len(trays), size)]
-    width = max(2, len(str(len(members))))
     return [
-        {"name": f"nvl{number:0{width}d}", "nodes": names}
-        for number, names in enumerate(members, start=1)
+        {"name": name, "nodes": names}
+        for name, names in rack_domain_members(plan.nvlink, nodes).items()
     ]
 
 
