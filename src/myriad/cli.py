@@ -592,13 +592,16 @@ def _cmd_drain(args: argparse.Namespace, out: Console, err: Console) -> int:
 
 def _cmd_resume(args: argparse.Namespace, out: Console, err: Console) -> int:
     from myriad.ops import nodes
+    from myriad.ops.accept_cluster import retest_repaired
 
+    where = {"stack": args.stack, "stack_outputs": args.stack_outputs}
     changes = nodes.resume(
         args.spec,
         _split(args.nodes) or [],
         force=args.force,
-        stack=args.stack,
-        stack_outputs=args.stack_outputs,
+        # A node back from repair returns only through a quick acceptance of it.
+        retest=lambda repaired: retest_repaired(args.spec, repaired, **where),
+        **where,
     )
     return _print_changes(args, changes)
 

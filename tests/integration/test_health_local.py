@@ -22,7 +22,8 @@ refuses to start there until the driver is up; then bring-up's reboot play reboo
 once and hands node01, which runs a job, to Slurm, which reboots it when the job ends and
 resumes it. Then remediation (`myriad remedy`): a node drained for a missing GPU is rebooted
 through Slurm and comes back in service, and the same fault again escalates it to
-needs-hardware, with the hook's payload, while a job on the other node runs to its end.
+needs-hardware, with the hook's payload, while a job on the other node runs to its end;
+`myriad resume` returns it, once repaired, only through an acceptance run of it alone.
 One cluster for the module; `down` at the end, even on failure.
 """
 
@@ -529,10 +530,20 @@ def test_remedy_reboots_a_failed_node_then_sends_it_for_repair(cluster: Cluster)
     assert "-r" not in cluster.run("node01", "sh", "-c", f"cat {TEST_DIR}/nvidia-smi.calls || true")
     print(f"node02: reboot decided, done and back in {took:.0f} s; then escalated")
 
-    # Put node02 back for whatever runs after: the GPU is "replaced".
+    # The GPU "replaced": `myriad resume` returns node02 only through a quick acceptance of
+    # it alone, through Slurm (DCGM and NVLink; the stand-ins print real captures).
     cluster.run("node02", "rm", "-f", FAULT_XML)
-    forced = myriad("resume", str(cluster.spec), "node02", "--force", state=cluster.state)
-    assert forced.returncode == 0, forced.stdout[-3000:] + forced.stderr[-3000:]
+    loaded = load_spec(cluster.spec)
+    (name,) = [n for n, p in loaded.spec.profiles.items() if p.gpu is not None]
+    figures = profile_figures(name, loaded.spec.profiles[name], loaded.catalog)
+    assert figures.nvlink is not None and figures.rdma_port is not None
+    install_accept_standins(cluster, "node02", figures.nvlink.gbs, figures.rdma_port.gbs)
+    back = myriad("resume", str(cluster.spec), "node02", state=cluster.state, timeout=600)
+    assert back.returncode == 0, back.stdout[-3000:] + back.stderr[-3000:]
+    assert back.stdout.startswith("node02: resumed (was 'myriad-remedy: "), back.stdout
+    cluster.wait("node02 back in service", lambda: cluster.slurm("node02") == (False, ""), 60)
+    (run,) = [json.loads(p.read_text()) for p in cluster.state.glob("*/runs/*-accept/accept.json")]
+    assert run["nodes"] == ["node02"] and run["finished"], run
 
 
 ACCEPT_DIR = "/etc/myriad-twin/accept"

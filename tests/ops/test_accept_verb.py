@@ -22,9 +22,10 @@ import pytest
 from accept_fakes import NODES, Controller
 from accept_stubs import gpu_twin_spec
 from myriad.bringup.lock import hold_cluster_lock
-from myriad.errors import ClusterBusy, OpsInputError
+from myriad.errors import ClusterBusy, OpsError, OpsInputError
+from myriad.ops import nodes
 from myriad.ops.accept import UNCLEARED
-from myriad.ops.accept_cluster import AcceptOutcome, SlurmCommands, accept
+from myriad.ops.accept_cluster import AcceptOutcome, SlurmCommands, accept, retest_repaired
 from myriad.ops.accept_plan import Level
 from myriad.ops.slurm import Slurm
 
@@ -162,3 +163,35 @@ def test_slurm_commands_return_stderr_time_out_and_reap(tmp_path: Path) -> None:
     commands.reap(handle)
     assert isinstance(handle, subprocess.Popen) and handle.returncode is not None
     assert time.monotonic() - began < 5
+
+
+def test_a_node_back_from_repair_returns_only_through_acceptance(spec: Path) -> None:
+    # `myriad resume` on a node remediation sent for repair: a quick acceptance of that node
+    # alone (not node04, drained by a person), drained again with the figure when it fails,
+    # back in service when it passes.
+    repair = "myriad-remedy: gpu.count: needs hardware"
+    reasons = {"node02": repair, "node04": "myriad: drain by x"}
+
+    def resume(ctl: Controller) -> list[str]:
+        def retest(names: Sequence[str]) -> dict[str, str]:
+            return retest_repaired(
+                spec, names, slurm=ctl.slurm(), commands=ctl, settle=lambda: None
+            )
+
+        changes = nodes.resume(spec, ["node02"], retest=retest, slurm=ctl.slurm())
+        return [c.outcome for c in changes]
+
+    still_slow = Controller(slow="node02", reasons=dict(reasons))
+    with pytest.raises(OpsError, match=r"node02: myriad-accept: nccl all_reduce, one node 150.0"):
+        resume(still_slow)
+    assert still_slow.drained == {
+        "node02": "myriad-accept: nccl all_reduce, one node 150.0 GB/s < 0.90 x 360.0 GB/s expected"
+    }
+    assert not any(u[-1] == "State=RESUME" for u in still_slow.updates)
+    # DCGM and NVLink, of node02 only: a rail's test needs a partner among the nodes
+    # under test, and node02 is alone.
+    srun = [s for s in still_slow.steps if s[0] == "srun"]
+    assert len(srun) == 2 and all("--nodelist=node02" in s for s in srun)
+    repaired = Controller(reasons=dict(reasons))
+    assert resume(repaired) == ["resumed"]
+    assert repaired.resumed == ["node02"] and repaired.drained == {}

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from functools import partial
 from itertools import chain
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from myriad.errors import OpsError, OpsInputError
 from myriad.ops.accept import (
@@ -35,6 +35,7 @@ from myriad.ops.accept import (
 )
 from myriad.ops.accept_plan import (
     Level,
+    NodesFrom,
     Step,
     burn_in_cycle,
     node_steps,
@@ -48,7 +49,14 @@ from myriad.plan.ports import ports
 from myriad.plan.slow_nodes import AcceptTopology, search_inputs
 from myriad.provision.resolve import ResolvedCluster, resolve_cluster
 
-__all__ = ["STEP_TIMEOUT_S", "AcceptOutcome", "SlurmCommands", "accept", "reservation_hours"]
+__all__ = [
+    "STEP_TIMEOUT_S",
+    "AcceptOutcome",
+    "SlurmCommands",
+    "accept",
+    "reservation_hours",
+    "retest_repaired",
+]
 
 # A step's limit: long enough for the longest step Myriad runs (`dcgmi diag -r 4`, DCGM's
 # extended tests), short enough that a hung step ends the same night.
@@ -184,7 +192,7 @@ def _begin(
     runs: Path,
     level: Level,
     limit: Sequence[str],
-    nodes_from: Literal["all", "drained"],
+    nodes_from: NodesFrom,
     check: Callable[[Sequence[str]], None],
 ) -> AcceptRun:
     compute = list(cluster.inventory.groups.get("compute", ()))
@@ -194,7 +202,9 @@ def _begin(
     except ValueError as exc:
         raise OpsInputError(str(exc)) from None
     if not chosen:
-        what = "drained by accept" if nodes_from == "drained" else "chosen"
+        what = {"drained": "drained by accept", "repaired": "back from repair"}.get(
+            nodes_from, "chosen"
+        )
         raise OpsInputError(f"no compute node is {what}: nothing to test")
     check(chosen)
     # A run folder and its reservation are named by the second the run began; a run that
@@ -205,7 +215,7 @@ def _begin(
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(moment))
     name = reservation_name(cluster.spec.accept, stamp)
     run = AcceptRun.create(runs, level, chosen, name, at=moment)
-    run.data["retest"] = nodes_from == "drained"
+    run.data["retest"] = nodes_from != "all"
     run.save()
     return run
 
@@ -215,7 +225,7 @@ def accept(
     level: Level,
     *,
     limit: Sequence[str] = (),
-    nodes_from: Literal["all", "drained"] = "all",
+    nodes_from: NodesFrom = "all",
     resume: bool = False,
     stack: str | None = None,
     stack_outputs: Path | None = None,
@@ -276,3 +286,34 @@ def accept(
             settle=settle or wait_for_server,
         )
     return AcceptOutcome(spec.metadata.name, run, result)
+
+
+def retest_repaired(
+    spec_path: Path,
+    nodes: Sequence[str],
+    *,
+    stack: str | None = None,
+    stack_outputs: Path | None = None,
+    slurm: Slurm | None = None,
+    commands: Commands | None = None,
+    settle: Callable[[], None] | None = None,
+) -> dict[str, str]:
+    """`myriad resume`'s test of nodes back from repair: a quick acceptance of just those
+    nodes (their own run folder and reservation); node → why it failed, empty when all
+    passed. A node the run could not clear counts as failed: nothing showed it is sound."""
+    outcome = accept(
+        spec_path,
+        "quick",
+        limit=nodes,
+        nodes_from="repaired",
+        stack=stack,
+        stack_outputs=stack_outputs,
+        slurm=slurm,
+        commands=commands,
+        settle=settle,
+    )
+    result = outcome.result
+    failed = {node: reason for node, reason in result.verdicts.items() if reason is not None}
+    for node in set(nodes) - set(result.resumed) - set(failed):
+        failed[node] = f"not cleared by acceptance (run {result.run_dir})"
+    return failed

@@ -29,6 +29,7 @@ from myriad.node.parsers.dcgm import parse_dcgmi_diag
 from myriad.node.parsers.nccl_tests import parse_nccl_tests
 from myriad.node.parsers.nvidia_smi import NvidiaSmiReport, parse_nvidia_smi_xml
 from myriad.node.parsers.perftest import parse_perftest_bw
+from myriad.ops.slurm import REMEDY_PREFIX
 from myriad.plan.acceptance import Expected, ProfileFigures
 from myriad.plan.slow_nodes import AcceptTopology
 from myriad.spec.accept import Accept
@@ -54,6 +55,8 @@ __all__ = [
 ]
 
 Level = Literal["quick", "full", "burn-in"]
+# Which nodes a run tests: all, those accept drained, or those back from repair.
+NodesFrom = Literal["all", "drained", "repaired"]
 LEVELS: tuple[Level, ...] = ("quick", "full", "burn-in")
 ACCEPT_PREFIX = "myriad-accept: "
 # nccl-tests' sweep: 8 bytes to the 8 GB the expected figures are stated at (REFERENCE.md:
@@ -243,17 +246,20 @@ def select_nodes(
     compute: Sequence[str],
     reasons: Mapping[str, str | None],
     *,
-    nodes_from: Literal["all", "drained"] = "all",
+    nodes_from: NodesFrom = "all",
     limit: Sequence[str] = (),
 ) -> tuple[str, ...]:
-    """The nodes under test: every compute node, or those `accept` drained; narrowed to
-    `limit` where given (a name `limit` names that is not a compute node is an error)."""
+    """The nodes under test: every compute node, those `accept` drained, or those
+    remediation sent for repair (`myriad resume` tests them before they return); narrowed
+    to `limit` where given (a name `limit` names that is not a compute node is an error)."""
     unknown = sorted(set(limit) - set(compute))
     if unknown:
         raise ValueError(f"--limit names nodes that are not compute nodes: {', '.join(unknown)}")
     chosen = [n for n in compute if not limit or n in limit]
     if nodes_from == "drained":
         chosen = [n for n in chosen if is_accept_drain(reasons.get(n))]
+    elif nodes_from == "repaired":
+        chosen = [n for n in chosen if str(reasons.get(n) or "").startswith(REMEDY_PREFIX)]
     return tuple(chosen)
 
 

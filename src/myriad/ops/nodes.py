@@ -108,6 +108,7 @@ def resume(
             f"the node health runner drained {lines}: fix the cause, or pass --force to "
             "resume anyway; no node was resumed"
         )
+    before = states
     repaired = [n for n in nodes if states[n].held_by_remedy]
     if repaired and not force:
         if retest is None:
@@ -124,12 +125,15 @@ def resume(
                 f"back from repair but failed its test again: {lines}; it stays drained; "
                 "no node was resumed"
             )
+        # The test resumed those that passed itself (inside its reservation); read again.
+        states = slurm.nodes(nodes)
     to_resume = [n for n in nodes if states[n].drained]
     if to_resume:
         slurm.resume(to_resume)
+    back = set(to_resume) | {n for n in repaired if not states[n].drained}
     return [
-        NodeChange(node, "resumed", states[node].reason or "")
-        if node in to_resume
+        NodeChange(node, "resumed", before[node].reason or "")
+        if node in back
         else NodeChange(node, "unchanged", states[node].reason or "", states[node].state)
         for node in nodes
     ]
