@@ -853,9 +853,10 @@ def _add_ops_commands(commands: argparse._SubParsersAction[argparse.ArgumentPars
     accept.add_argument("--limit", metavar="NODES", help="only these comma-separated nodes")
     accept.add_argument(
         "--nodes-from",
-        choices=("drained",),
+        choices=("drained", "repaired"),
         default="all",
-        help="drained: re-test the nodes accept drained; those that pass are resumed",
+        help="drained: re-test the nodes accept drained; repaired: those remediation sent "
+        "for repair; those that pass are resumed",
     )
     accept.add_argument(
         "--resume", action="store_true", help="continue the last unfinished acceptance"
