@@ -516,9 +516,13 @@ def test_remedy_reboots_a_failed_node_then_sends_it_for_repair(cluster: Cluster)
     ]
     drained, reason = cluster.slurm("node02")
     assert drained and reason.startswith("myriad-remedy: "), reason
-    # Back only once it is tested again: a plain resume is refused.
-    refused = myriad("resume", str(cluster.spec), "node02", state=cluster.state, timeout=120)
+    # Back only once it is tested again: a plain resume tests it, its GPU still missing, and
+    # is refused; node02 stays held for repair.
+    refused = myriad("resume", str(cluster.spec), "node02", state=cluster.state, timeout=600)
     assert refused.returncode != 0, refused.stdout + refused.stderr
+    assert "back from repair but failed its test again: node02" in refused.stderr, refused.stderr
+    drained, reason = cluster.slurm("node02")
+    assert drained and reason.startswith("myriad-remedy: "), reason
 
     # The job on node01 ran to its end, and node01 was never rebooted nor had a GPU reset.
     cluster.wait(
@@ -540,10 +544,11 @@ def test_remedy_reboots_a_failed_node_then_sends_it_for_repair(cluster: Cluster)
     install_accept_standins(cluster, "node02", figures.nvlink.gbs, figures.rdma_port.gbs)
     back = myriad("resume", str(cluster.spec), "node02", state=cluster.state, timeout=600)
     assert back.returncode == 0, back.stdout[-3000:] + back.stderr[-3000:]
-    assert back.stdout.startswith("node02: resumed (was 'myriad-remedy: "), back.stdout
+    assert back.stdout.startswith("node02: resumed (was "), back.stdout
+    assert back.stdout.index("myriad-remedy: ") == len("node02: resumed (was ") + 1, back.stdout
     cluster.wait("node02 back in service", lambda: cluster.slurm("node02") == (False, ""), 60)
-    (run,) = [json.loads(p.read_text()) for p in cluster.state.glob("*/runs/*-accept/accept.json")]
-    assert run["nodes"] == ["node02"] and run["finished"], run
+    runs = [json.loads(p.read_text()) for p in cluster.state.glob("*/runs/*-accept/accept.json")]
+    assert [(r["nodes"], r["finished"]) for r in runs] == [(["node02"], True)] * 2
 
 
 ACCEPT_DIR = "/etc/myriad-twin/accept"

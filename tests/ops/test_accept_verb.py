@@ -188,6 +188,11 @@ def test_a_node_back_from_repair_returns_only_through_acceptance(spec: Path) -> 
         "node02": "myriad-accept: nccl all_reduce, one node 150.0 GB/s < 0.90 x 360.0 GB/s expected"
     }
     assert not any(u[-1] == "State=RESUME" for u in still_slow.updates)
+    # Still held for repair (a plain resume tests it again), the failed figure beside.
+    assert still_slow.updates[-1] == (
+        "scontrol", "update", "NodeName=node02", "State=DRAIN",
+        f"Reason={repair}; failed its re-test: {still_slow.drained['node02']}",
+    )  # fmt: skip
     # DCGM and NVLink, of node02 only: a rail's test needs a partner among the nodes
     # under test, and node02 is alone.
     srun = [s for s in still_slow.steps if s[0] == "srun"]

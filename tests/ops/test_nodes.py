@@ -69,7 +69,11 @@ def test_a_node_back_from_repair_is_tested_again_before_it_returns() -> None:
     with pytest.raises(OpsError, match=r"node02: ib.link-rate 200 Gb/s.*stays drained"):
         nodes.resume(EXAMPLE, ["node01", "node02"], retest=failing, slurm=slurm)
     assert tested == [["node02"]]  # only the node back from repair is tested
-    assert not any(c[0] == "scontrol" for c in recorded.commands)
+    # Nothing resumed; node02 held for repair again, with the figure it failed.
+    assert [c for c in recorded.commands if c[0] == "scontrol"] == [
+        ("scontrol", "update", "NodeName=node02", "State=DRAIN",
+         f"Reason={REPAIR}; failed its re-test: ib.link-rate 200 Gb/s, not 400"),
+    ]  # fmt: skip
     # It passes: both return.
     changes = nodes.resume(EXAMPLE, ["node01", "node02"], retest=lambda names: {}, slurm=slurm)
     assert [c.outcome for c in changes] == ["resumed", "resumed"]

@@ -24,6 +24,8 @@ from myriad.render.inventory import Inventory
 
 # Acceptance for nodes back from repair: given their names, each one that failed with why.
 Retest = Callable[[Sequence[str]], Mapping[str, str]]
+# Between a repair's reason and the figure of the re-test it then failed.
+RETEST_FAILED = "; failed its re-test: "
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +121,11 @@ def resume(
                 "no node was resumed"
             )
         failed = retest(repaired)
+        for node, why in sorted(failed.items()):
+            # The test drained it with its own reason; held for repair again, so the next
+            # resume tests it again rather than returning it untested.
+            held_for = str(before[node].reason).split(RETEST_FAILED)[0]
+            slurm.drain([node], f"{held_for}{RETEST_FAILED}{why}")
         if failed:
             lines = "; ".join(f"{n}: {why}" for n, why in sorted(failed.items()))
             raise OpsError(
