@@ -8,14 +8,13 @@ rendering test is skipped here and fails under CI."""
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from headless_chromium import headless_chromium
 from myriad.cli import main
 from myriad.health import report as health
 from myriad.node.checks import CheckResult
@@ -141,20 +140,9 @@ def test_a_validation_file_of_another_kind_is_refused(
 
 
 def test_chromium_renders_it_without_console_errors(tmp_path: Path) -> None:
-    chromium = shutil.which("chromium")
-    if chromium is None:
-        if os.environ.get("CI"):
-            pytest.fail("chromium is missing: scripts/bootstrap installs it")
-        pytest.skip("chromium is not installed (scripts/bootstrap installs it)")
+    common = headless_chromium(tmp_path / "profile")
     _report(tmp_path, "--validation", str(_validation(tmp_path)))
     page = tmp_path / "report" / "index.html"
-    common = [
-        chromium,
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--user-data-dir=" + str(tmp_path / "profile"),
-    ]
     dom = subprocess.run(
         [*common, "--enable-logging=stderr", "--v=0", "--dump-dom", page.as_uri()],
         capture_output=True,

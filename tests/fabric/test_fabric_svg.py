@@ -4,8 +4,6 @@ are what `myriad plan --svg` draws now."""
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -13,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from benchmark_module import load_benchmark
+from headless_chromium import headless_chromium
 from myriad.cli import main
 from myriad.plan.cabling import iter_cables
 from myriad.plan.fabric import FabricLimit
@@ -254,11 +253,7 @@ def test_each_plane_has_a_core_of_its_own_in_the_picture(tmp_path: Path) -> None
 
 
 def test_chromium_draws_the_zone_picture_with_its_legend(tmp_path: Path) -> None:
-    chromium = shutil.which("chromium")
-    if chromium is None:
-        if os.environ.get("CI"):
-            pytest.fail("chromium is missing: scripts/bootstrap installs it")
-        pytest.skip("chromium is not installed (scripts/bootstrap installs it)")
+    chromium = headless_chromium(tmp_path / "profile")
     root, svg = _svg_of(SPECS / "meta-24k-roce.yaml", tmp_path)
     width, height = int(root.get("width", 0)), int(root.get("height", 0))
     # Every text starts inside the view, and the legend is there.
@@ -268,11 +263,7 @@ def test_chromium_draws_the_zone_picture_with_its_legend(tmp_path: Path) -> None
     shot = tmp_path / "zones.png"
     subprocess.run(
         [
-            chromium,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--user-data-dir=" + str(tmp_path / "profile"),
+            *chromium,
             f"--screenshot={shot}",
             f"--window-size={width},{height}",
             svg.as_uri(),
