@@ -26,6 +26,10 @@ def gpu_sample(narrow: bool = False) -> str:
     return text
 
 
+def _node(argv: Sequence[str]) -> str:
+    return next(a for a in argv if a.startswith("--nodelist=")).split("=", 1)[1]
+
+
 class Controller:
     """Slurm's node states and updates (through `Slurm`'s runner), and the test steps (as
     `Commands`), measured from one slow node."""
@@ -40,6 +44,8 @@ class Controller:
         self.steps: list[tuple[str, ...]] = []
         self.drained: dict[str, str] = {}
         self.resumed: list[str] = []
+        # Each `run_lanes` call: the first node of each lane, in order.
+        self.waves: list[list[str]] = []
 
     def slurm(self) -> Slurm:
         def answer(argv: Sequence[str]) -> Completed:
@@ -69,6 +75,10 @@ class Controller:
         if len(nodes) == 1:
             return 0, nccl_output(150.0 if self.slow in nodes else 360.0)
         return 0, nccl_output(100.0 if self.slow in nodes else 214.2)
+
+    def run_lanes(self, lanes: Sequence[Sequence[Sequence[str]]]) -> list[list[tuple[int, str]]]:
+        self.waves.append([_node(lane[0]) for lane in lanes])
+        return [[self.run(argv) for argv in lane] for lane in lanes]
 
     def start(self, argv: Sequence[str]) -> object:
         self.steps.append(("start", *argv))

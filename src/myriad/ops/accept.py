@@ -30,6 +30,7 @@ from myriad.ops.accept_plan import (
     rdma_argv,
     release_argv,
     reservation_argv,
+    waves,
 )
 from myriad.ops.accept_state import AcceptRun
 from myriad.plan.acceptance import ProfileFigures
@@ -43,6 +44,7 @@ __all__ = [
     "carry_out",
     "group_measure",
     "run_step",
+    "run_wave",
     "wait_for_server",
 ]
 
@@ -63,6 +65,11 @@ class Commands(Protocol):
 
     def reap(self, handle: object) -> None:
         """Wait a little for a started command to end, then stop it."""
+        ...
+
+    def run_lanes(self, lanes: Sequence[Sequence[Sequence[str]]]) -> list[list[tuple[int, str]]]:
+        """Run each lane's commands in order, the lanes side by side (each lane one node's
+        own steps); each command's `run` answer, lane by lane."""
         ...
 
     def drain(self, node: str, reason: str) -> None: ...
@@ -151,10 +158,25 @@ RETEST_INTERRUPTED = f"{ACCEPT_PREFIX}re-test interrupted: myriad accept --resum
 UNCLEARED = f"{ACCEPT_PREFIX}not cleared by the slow-node search: re-test with --level quick"
 
 
+def run_wave(commands: Commands, run: AcceptRun, wave: Sequence[Step]) -> None:
+    """The steps of `wave` that `run` has not judged, each node's in their order as one
+    lane, the lanes side by side (`Commands.run_lanes`); each judged and recorded."""
+    lanes: dict[str, list[Step]] = {}
+    for step in wave:
+        if not run.done(step):
+            lanes.setdefault(step.nodes[0], []).append(step)
+    if not lanes:
+        return
+    answers = commands.run_lanes([[step.argv for step in lane] for lane in lanes.values()])
+    for lane, answered in zip(lanes.values(), answers, strict=True):
+        for step, (status, output) in zip(lane, answered, strict=True):
+            run.record(_judged(step, status, output))
+
+
 def carry_out(
     commands: Commands,
     run: AcceptRun,
-    steps: Iterable[Step],
+    steps: Iterable[Step | Sequence[Step]],
     *,
     duration_s: int,
     retest: bool = False,
@@ -162,7 +184,8 @@ def carry_out(
     settle: Callable[[], None] = wait_for_server,
 ) -> AcceptResult:
     """Run the steps `run` has not judged yet (taken one at a time, so a burn-in's cycles
-    can be made as the clock goes) inside a reservation on its nodes, then (with
+    can be made as the clock goes; a wave of own steps, `accept_plan.waves`, side by side
+    through `run_wave`) inside a reservation on its nodes, then (with
     `search`) the slow-node search, then drain each failed node with its reason; with
     `retest` (`--nodes-from drained`), resume each node that passed. The reservation is
     released even when a step raises. `settle` waits for a server side to listen."""
@@ -181,7 +204,11 @@ def carry_out(
                 commands.resume(node)
             run.data["retest_in_service"] = True
             run.save()
-        for step in steps:
+        for item in steps:
+            if not isinstance(item, Step):
+                run_wave(commands, run, item)
+                continue
+            step = item
             if run.done(step):
                 continue
             status, output = run_step(commands, step.argv, step.server, settle)
@@ -221,11 +248,13 @@ def burn_in_steps(
     cycle: Callable[[int], Sequence[Step]],
     duration_s: int,
     clock: Callable[[], float] = time.time,
-) -> Iterator[Step]:
+) -> Iterator[Step | tuple[Step, ...]]:
     """The burn-in's cycles (`accept_plan.burn_in_cycle`), one after another until
     `duration_s` has passed since the first began: at least one, and a cycle begun is run to
     its end. The start is kept in the run (wall-clock time, so a resumed run counts the time
-    already spent) and judged cycles are skipped."""
+    already spent) and judged cycles are skipped. Each cycle comes as its `waves`: every
+    node's stress at once, the leaf groups' all_reduce one by one, every node's sample at
+    once."""
     if "burn_in_started" not in run.data:
         run.data["burn_in_started"] = clock()
         run.save()
@@ -237,7 +266,7 @@ def burn_in_steps(
         if not all(done):
             if not any(done) and number > 0 and clock() - started >= duration_s:
                 return
-            yield from steps
+            yield from waves(steps)
         number += 1
 
 

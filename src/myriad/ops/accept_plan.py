@@ -38,20 +38,24 @@ __all__ = [
     "ACCEPT_PREFIX",
     "GPU_SAMPLE",
     "LEVELS",
+    "SLOWDOWN_REASONS",
     "Level",
     "Step",
     "StepResult",
     "burn_in_cycle",
     "drain_reason",
     "gpu_sample_problems",
+    "gpu_sample_step",
     "is_accept_drain",
     "judge",
     "node_steps",
+    "own_step",
     "rdma_argv",
     "release_argv",
     "reservation_argv",
     "reservation_name",
     "select_nodes",
+    "waves",
 ]
 
 Level = Literal["quick", "full", "burn-in"]
@@ -123,21 +127,25 @@ def node_steps(
     reservation: str,
     rail_devices: Sequence[str] = (),
 ) -> tuple[Step, ...]:
-    """The per-node steps of `level` for `nodes`, node by node in the order given.
+    """The per-node steps of `level` for `nodes`: first each node's own tests (node by node,
+    in the order given), then the RDMA pairs, then (quick and full) a GPU sample of each
+    node, so that `waves` can run each node's own tests and samples beside the others'.
     `rail_devices` names each rail's RDMA device (rail i: `rail_devices[i]`); a rail with no
-    name gets no ib_write_bw step, since without `-d` the tool would test the first port."""
+    name gets no ib_write_bw step, since without `-d` the tool would test the first port.
+    The burn-in samples in each of its cycles (`burn_in_cycle`) instead."""
     partner = _partners(topo, nodes) if level == "quick" else {}
-    steps: list[Step] = []
+    own: list[Step] = []
+    pairs: list[Step] = []
     for name in nodes:
         fig = figures[topo.node(name).profile]
         diag = ("dcgmi", "diag", "-r", str(accept.dcgm_level(level)), "-j")
-        steps.append(Step("dcgm diag", (name,), _srun(reservation, (name,), fig.gpus, diag), None))
+        own.append(Step("dcgm diag", (name,), _srun(reservation, (name,), fig.gpus, diag), None))
         if level != "quick":
             continue
         if fig.nvlink is not None:
             nccl = ("all_reduce_perf", *NCCL_ARGS, "-g", str(fig.gpus))
             argv = _srun(reservation, (name,), fig.gpus, nccl)
-            steps.append(Step("nccl all_reduce, one node", (name,), argv, fig.nvlink))
+            own.append(Step("nccl all_reduce, one node", (name,), argv, fig.nvlink))
         other = partner.get(name)
         if other is None or fig.rdma_port is None:
             continue
@@ -146,8 +154,40 @@ def node_steps(
             # without the host name, runs on the partner first (perftest(1): the server
             # waits for one client, then exits).
             server, client = rdma_argv(reservation, device, name, other)
-            steps.append(Step(f"rdma rail {rail}", (name, other), client, fig.rdma_port, server))
-    return tuple(steps)
+            pairs.append(Step(f"rdma rail {rail}", (name, other), client, fig.rdma_port, server))
+    samples = [gpu_sample_step(GPU_SAMPLE, name, reservation) for name in nodes]
+    return (*own, *pairs, *(samples if level != "burn-in" else ()))
+
+
+def own_step(step: Step) -> bool:
+    """A step of one node alone, with no server side: it may run beside other nodes'."""
+    return len(step.nodes) == 1 and not step.server and not step.group
+
+
+def waves(steps: Sequence[Step]) -> tuple[Step | tuple[Step, ...], ...]:
+    """`steps` for `ops/accept.py`'s `carry_out`: each run of consecutive own steps as one
+    wave (a tuple), which runs every node's steps beside the others' (each node's in their
+    order); a step of several nodes, or with a server side, alone, as it measures a link
+    that the others' traffic would share."""
+    out: list[Step | tuple[Step, ...]] = []
+    wave: list[Step] = []
+    for step in steps:
+        if own_step(step):
+            wave.append(step)
+            continue
+        if wave:
+            out.append(tuple(wave))
+            wave = []
+        out.append(step)
+    if wave:
+        out.append(tuple(wave))
+    return tuple(out)
+
+
+def gpu_sample_step(test: str, node: str, reservation: str) -> Step:
+    """`nvidia-smi -q -x` on `node`, judged by `gpu_sample_problems`."""
+    argv = _srun(reservation, (node,), 0, ("nvidia-smi", "-q", "-x"))
+    return Step(test, (node,), argv, None)
 
 
 GPU_SAMPLE = "gpu sample"
@@ -184,18 +224,36 @@ def burn_in_cycle(
         expected = min(ring, key=lambda figure: figure.gbs)
         argv = _srun(reservation, members, gpus, tool)
         steps.append(Step(f"burn-in {cycle}: nccl all_reduce", members, argv, expected, group=True))
-    for name in nodes:
-        argv = _srun(reservation, (name,), 0, ("nvidia-smi", "-q", "-x"))
-        steps.append(Step(f"burn-in {cycle}: {GPU_SAMPLE}", (name,), argv, None))
+    steps.extend(gpu_sample_step(f"burn-in {cycle}: {GPU_SAMPLE}", n, reservation) for n in nodes)
     return tuple(steps)
 
 
+# The clock event reasons that hold a loaded GPU's clocks down for a fault of the node
+# (NVML, group nvmlClocksEventReasons; DCGM's field constants say what they indicate): HW
+# Slowdown (core clocks cut by a factor of 2 or more: temperature too high, an external
+# power brake asserted by the power supply, or power draw too high), HW Thermal Slowdown, HW
+# Power Brake Slowdown, SW Thermal Slowdown. Not judged: GPU Idle, the application and
+# display clock settings and Sync Boost (configuration, not a fault), and SW Power Cap,
+# which is the power limit doing its work under a full load (DCGM's own power test drives
+# the GPU to it).
+SLOWDOWN_REASONS = (
+    "hw_slowdown",
+    "hw_thermal_slowdown",
+    "hw_power_brake_slowdown",
+    "sw_thermal_slowdown",
+)
+
+
 def gpu_sample_problems(report: NvidiaSmiReport) -> list[str]:
-    """What a GPU sample shows wrong after a cycle of stress: a row remapping that failed or
-    waits for a reset, retired pages pending, a recovery action the driver asks for (NVIDIA
-    GPU memory error management), a PCIe link narrower than its maximum (issue #28's
-    fail-slow signal). The link's generation is not judged: the sample runs between the
-    stress steps, when an idle GPU may have stepped its link down."""
+    """What a GPU sample shows wrong, each with what was expected and what was read: a row
+    remapping that failed or waits for a reset, retired pages pending, a recovery action the
+    driver asks for (NVIDIA GPU memory error management), and issue #28's fail-slow signals,
+    a PCIe link narrower or slower than its maximum and clocks held by a slowdown reason.
+
+    The link's generation is judged only where the same sample shows the GPU busy (no GPU
+    Idle reason): an idle GPU steps its link down to save power (the A5000 capture, idle,
+    reads gen 1 of 4), so a gen read at idle says nothing of how the link trained. Its width
+    is judged at any time."""
     problems = []
     for gpu in report.gpus:
         where = f"GPU {gpu.index}"
@@ -210,6 +268,14 @@ def gpu_sample_problems(report: NvidiaSmiReport) -> list[str]:
         width, widest = gpu.pcie.width_current, gpu.pcie.width_max
         if width is not None and widest is not None and width < widest:
             problems.append(f"{where} PCIe x{width} of x{widest}")
+        events = gpu.clock_events or ()
+        gen, newest = gpu.pcie.gen_current, gpu.pcie.gen_max
+        busy = gpu.clock_events is not None and "gpu_idle" not in events
+        if busy and gen is not None and newest is not None and gen < newest:
+            problems.append(f"{where} PCIe gen {gen} of {newest} under load")
+        held = [reason for reason in SLOWDOWN_REASONS if reason in events]
+        if held:
+            problems.append(f"{where} clocks held by {', '.join(held)} (expected none)")
     return problems
 
 
