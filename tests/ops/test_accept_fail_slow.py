@@ -1,17 +1,40 @@
 """Issue #28's fail-slow signals in the acceptance verdict, judged on real captures
-(tests/samples/nvidia-smi-q-x, -q-text): a PCIe link below its maximum, clocks held by a
-slowdown reason. Each expected line is read off the capture by hand (line numbers given)."""
+(tests/samples/nvidia-smi-q-x, -q-text, sysfs-infiniband): a PCIe link below its maximum,
+clocks held by a slowdown reason, IB error counters that grew during the run. Each expected
+line is read off the capture by hand (line numbers or files given)."""
 
 from __future__ import annotations
 
-from accept_stubs import SAMPLES
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+
+from accept_fakes import gpu_sample
+from accept_stubs import SAMPLES, dcgm_output
 from myriad.node.parsers.nvidia_smi import parse_nvidia_smi_text, parse_nvidia_smi_xml
-from myriad.ops.accept_plan import Step, gpu_sample_problems, judge
+from myriad.ops.accept import carry_out
+from myriad.ops.accept_plan import (
+    COUNTERS_AFTER,
+    COUNTERS_BEFORE,
+    Step,
+    counter_growth,
+    gpu_sample_problems,
+    judge,
+    judge_counters,
+    node_steps,
+    read_counters,
+    waves,
+)
+from myriad.ops.accept_state import AcceptRun
+from myriad.plan.acceptance import ProfileFigures
+from myriad.plan.slow_nodes import AcceptNode, AcceptTopology
+from myriad.spec.accept import Accept
 
 A5000 = SAMPLES / "nvidia-smi-q-x" / "rtx-a5000-x2_v13_drv590.44.01.xml"
 T4 = SAMPLES / "nvidia-smi-q-x" / "tesla-t4_v11_drv515.105.01.xml"
 H100_TEXT = SAMPLES / "nvidia-smi-q-text" / "h100-80gb-hbm3-x8_drv535.161.08_nvidia-smi-q.txt"
 SAMPLE = Step("gpu sample", ("n1",), (), None)
+GPU = ProfileFigures("gpu", 8, 1, None, None, None, None)  # no NVLink, no RDMA figure
 
 
 def test_an_idle_gpus_lowered_gen_is_not_judged() -> None:
@@ -90,3 +113,139 @@ def test_the_verdict_lists_every_signal_in_the_drain_reason() -> None:
         "myriad-accept: gpu sample failed: GPU 0 PCIe x8 of x16, "
         "GPU 0 clocks held by hw_slowdown (expected none)"
     )
+
+
+# --- IB port counters read before and after the tests ----------------------------------
+
+SYSFS = SAMPLES / "sysfs-infiniband" / "node_exporter-mlx4_0-i40iw0"
+
+
+def _grep_counters(root: Path, replace: dict[str, str] | None = None) -> str:
+    """What `counters_step`'s `grep -rH .` prints on a node, from the real grep run over the
+    sysfs capture, its folder put where sysfs has it."""
+    done = subprocess.run(
+        ["grep", "-rH", ".", "mlx4_0/ports/1/counters/", "mlx4_0/ports/2/counters/"],
+        cwd=root, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    text = "".join(f"/sys/class/infiniband/{line}\n" for line in done.stdout.splitlines())
+    for old, new in (replace or {}).items():
+        text = text.replace(old, new)
+    return text
+
+
+def test_the_counters_read_as_sysfs_gives_them() -> None:
+    counters = read_counters(_grep_counters(SYSFS))
+    # mlx4_0 port 1: port_xmit_discards 5, link_downed 0 (the capture's files).
+    assert counters["mlx4_0"][1]["port_xmit_discards"] == 5
+    assert counters["mlx4_0"][1]["link_downed"] == 0
+    assert "port_rcv_errors" not in counters["mlx4_0"][2]  # port 2 has no such file
+
+
+def test_no_growth_passes_and_growth_names_the_counter_and_delta() -> None:
+    before = read_counters(_grep_counters(SYSFS))
+    assert counter_growth(before, before) == []
+    after = read_counters(
+        _grep_counters(
+            SYSFS,
+            {
+                "1/counters/link_downed:0": "1/counters/link_downed:1",
+                "1/counters/port_rcv_errors:0": "1/counters/port_rcv_errors:10",
+                "1/counters/link_error_recovery:0": "1/counters/link_error_recovery:3",
+            },
+        )
+    )
+    # Health's per-run limits (spec/health.py): link_downed +0, port_rcv_errors +10,
+    # link_error_recovery +0. link_downed 0 -> 1 is +1 > 0; port_rcv_errors 0 -> 10 is +10,
+    # not above its +10; link_error_recovery 0 -> 3 is +3 > 0.
+    assert counter_growth(before, after) == [
+        "mlx4_0 port 1 link_downed 0 -> 1 (+1, at most +0 expected)",
+        "mlx4_0 port 1 link_error_recovery 0 -> 3 (+3, at most +0 expected)",
+    ]
+
+
+def test_a_counter_read_only_once_is_named() -> None:
+    before = read_counters(_grep_counters(SYSFS))
+    text = "".join(
+        line + "\n"
+        for line in _grep_counters(SYSFS).splitlines()
+        if not line.endswith("/1/counters/link_downed:0")
+    )
+    assert counter_growth(before, read_counters(text)) == [
+        "mlx4_0 port 1 link_downed not read both before and after"
+    ]
+
+
+def test_judging_the_after_reading() -> None:
+    step = Step(COUNTERS_AFTER, ("n1",), (), None)
+    before = _grep_counters(SYSFS)
+    assert judge_counters(step, before, before).passed
+    grown = judge_counters(step, before, _grep_counters(SYSFS, {"link_downed:0": "link_downed:2"}))
+    # Both ports' link_downed 0 -> 2.
+    assert grown.reason == (
+        "myriad-accept: ib counters after failed: "
+        "mlx4_0 port 1 link_downed 0 -> 2 (+2, at most +0 expected), "
+        "mlx4_0 port 2 link_downed 0 -> 2 (+2, at most +0 expected)"
+    )
+    nothing = judge_counters(step, None, before)
+    assert not nothing.passed and "no reading from before" in str(nothing.reason)
+    empty = judge_counters(step, before, "grep: /sys/class/infiniband/mlx5_0: No such file\n")
+    assert not empty.passed and "could not read" in str(empty.reason)
+
+
+def test_quick_reads_counters_first_and_last_and_carry_out_judges_growth(
+    tmp_path: Path,
+) -> None:
+    topo = AcceptTopology((AcceptNode("n1", "gpu", 0, "0/a", ("0/a",)),), rails=1)
+    steps = node_steps("quick", ["n1"], topo, {"gpu": GPU}, Accept(), "r", (), ("mlx5_0",))
+    assert [s.test for s in steps] == [
+        COUNTERS_BEFORE,
+        "dcgm diag",
+        "gpu sample",
+        COUNTERS_AFTER,
+    ]
+    assert steps[0].argv[-3:] == (
+        "sh",
+        "-c",
+        "grep -rH . /sys/class/infiniband/mlx5_0/ports/*/counters/",
+    )
+    before = _grep_counters(SYSFS)
+    after = _grep_counters(SYSFS, {"1/counters/link_downed:0": "1/counters/link_downed:1"})
+    # The two readings run the same command: the first call answers before, the second after.
+    counters = [before, after]
+    answers = {"dcgm diag": dcgm_output(), "gpu sample": gpu_sample()}
+
+    class Fake:
+        def run(self, argv: Sequence[str]) -> tuple[int, str]:
+            if argv[0] == "scontrol":
+                return 0, ""
+            if argv == steps[0].argv:
+                return 0, counters.pop(0)
+            return 0, answers[next(s.test for s in steps if s.argv == tuple(argv))]
+
+        def run_lanes(
+            self, lanes: Sequence[Sequence[Sequence[str]]]
+        ) -> list[list[tuple[int, str]]]:
+            return [[self.run(argv) for argv in lane] for lane in lanes]
+
+        def start(self, argv: Sequence[str]) -> object:
+            raise AssertionError("no server side in this run")
+
+        def reap(self, handle: object) -> None:
+            raise AssertionError("no server side in this run")
+
+        def drain(self, node: str, reason: str) -> None:
+            self.drained = (node, reason)
+
+        def resume(self, node: str) -> None:
+            raise AssertionError("not a re-test")
+
+    fake = Fake()
+    run = AcceptRun.create(tmp_path, "quick", ["n1"], "r")
+    result = carry_out(fake, run, waves(steps), duration_s=60)
+    assert fake.drained == (
+        "n1",
+        "myriad-accept: ib counters after failed: "
+        "mlx4_0 port 1 link_downed 0 -> 1 (+1, at most +0 expected)",
+    )
+    assert result.drained == ("n1",)
+    assert AcceptRun.load(run.run_dir).data["counters_before"] == {"n1": before}

@@ -22,11 +22,14 @@ from myriad.node.parsers.nccl_tests import parse_nccl_tests
 from myriad.node.parsers.perftest import parse_perftest_bw
 from myriad.ops.accept_plan import (
     ACCEPT_PREFIX,
+    COUNTERS_AFTER,
+    COUNTERS_BEFORE,
     MPI_ARGS,
     NCCL_ARGS,
     Step,
     StepResult,
     judge,
+    judge_counters,
     rdma_argv,
     release_argv,
     reservation_argv,
@@ -92,8 +95,17 @@ class AcceptResult:
         return not self.elsewhere and all(reason is None for reason in self.verdicts.values())
 
 
-def _judged(step: Step, status: int, output: str) -> StepResult:
-    result = judge(step, output)
+def _judged(step: Step, status: int, output: str, run: AcceptRun) -> StepResult:
+    """The step judged; a node's counters from before its tests kept in the run, for its
+    counters after them to be judged against (a resumed run still has them)."""
+    node = step.nodes[0]
+    if step.test == COUNTERS_AFTER:
+        before = run.data.get("counters_before", {}).get(node)
+        result = judge_counters(step, before, output)
+    else:
+        result = judge(step, output)
+    if step.test == COUNTERS_BEFORE and status == 0 and result.passed:
+        run.data.setdefault("counters_before", {})[node] = output
     if status != 0 and result.passed:
         # A step that exited non-zero is no pass, whatever it printed first.
         reason = f"myriad-accept: {step.test} exited {status}"
@@ -170,7 +182,7 @@ def run_wave(commands: Commands, run: AcceptRun, wave: Sequence[Step]) -> None:
     answers = commands.run_lanes([[step.argv for step in lane] for lane in lanes.values()])
     for lane, answered in zip(lanes.values(), answers, strict=True):
         for step, (status, output) in zip(lane, answered, strict=True):
-            run.record(_judged(step, status, output))
+            run.record(_judged(step, status, output, run))
 
 
 def carry_out(
@@ -212,7 +224,7 @@ def carry_out(
             if run.done(step):
                 continue
             status, output = run_step(commands, step.argv, step.server, settle)
-            run.record(_judged(step, status, output))
+            run.record(_judged(step, status, output, run))
         if search is not None and not run.searched:
             run.record_search(_search(commands, run, search, settle))
     except BaseException:

@@ -370,8 +370,11 @@ def accept(
         fig = figures[profile]
         devices = _devices(cluster, profile) if fig.rdma_port is not None else ()
         reservation = str(run.data["reservation"])
+        # Port counters where the fabric has them: node health skips Ethernet and EFA for
+        # the same reason (node/checks/counters.py).
+        counted = devices if spec.network.fabric in ("infiniband", "roce") else ()
         steps: Iterable[Step | tuple[Step, ...]] = waves(
-            node_steps(run_level, nodes, topo, figures, spec.accept, reservation, devices)
+            node_steps(run_level, nodes, topo, figures, spec.accept, reservation, devices, counted)
         )
         if run_level == "burn-in":
             cycle = partial(burn_in_cycle, nodes=nodes, topo=topo, figures=figures,

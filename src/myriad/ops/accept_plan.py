@@ -20,12 +20,14 @@ resume` and the health runner see whose drain it is (the convention of `ops/slur
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from myriad.node.parsers.common import ParseFailure
 from myriad.node.parsers.dcgm import parse_dcgmi_diag
+from myriad.node.parsers.infiniband import parse_sysfs_counters
 from myriad.node.parsers.nccl_tests import parse_nccl_tests
 from myriad.node.parsers.nvidia_smi import NvidiaSmiReport, parse_nvidia_smi_xml
 from myriad.node.parsers.perftest import parse_perftest_bw
@@ -33,9 +35,12 @@ from myriad.ops.slurm import REMEDY_PREFIX
 from myriad.plan.acceptance import Expected, ProfileFigures
 from myriad.plan.slow_nodes import AcceptTopology
 from myriad.spec.accept import Accept
+from myriad.spec.health import DEFAULT_COUNTERS
 
 __all__ = [
     "ACCEPT_PREFIX",
+    "COUNTERS_AFTER",
+    "COUNTERS_BEFORE",
     "GPU_SAMPLE",
     "LEVELS",
     "SLOWDOWN_REASONS",
@@ -43,14 +48,18 @@ __all__ = [
     "Step",
     "StepResult",
     "burn_in_cycle",
+    "counter_growth",
+    "counters_step",
     "drain_reason",
     "gpu_sample_problems",
     "gpu_sample_step",
     "is_accept_drain",
     "judge",
+    "judge_counters",
     "node_steps",
     "own_step",
     "rdma_argv",
+    "read_counters",
     "release_argv",
     "reservation_argv",
     "reservation_name",
@@ -126,13 +135,17 @@ def node_steps(
     accept: Accept,
     reservation: str,
     rail_devices: Sequence[str] = (),
+    counter_devices: Sequence[str] = (),
 ) -> tuple[Step, ...]:
-    """The per-node steps of `level` for `nodes`: first each node's own tests (node by node,
+    """The per-node steps of `level` for `nodes`: first the port counters of
+    `counter_devices` (quick and full), each node's own tests (node by node,
     in the order given), then the RDMA pairs, then (quick and full) a GPU sample of each
     node, so that `waves` can run each node's own tests and samples beside the others'.
     `rail_devices` names each rail's RDMA device (rail i: `rail_devices[i]`); a rail with no
     name gets no ib_write_bw step, since without `-d` the tool would test the first port.
-    The burn-in samples in each of its cycles (`burn_in_cycle`) instead."""
+    Last, the counters again, judged against the first reading (`counter_growth`). The
+    burn-in samples in each of its cycles (`burn_in_cycle`) instead, and reads no
+    counters."""
     partner = _partners(topo, nodes) if level == "quick" else {}
     own: list[Step] = []
     pairs: list[Step] = []
@@ -156,7 +169,13 @@ def node_steps(
             server, client = rdma_argv(reservation, device, name, other)
             pairs.append(Step(f"rdma rail {rail}", (name, other), client, fig.rdma_port, server))
     samples = [gpu_sample_step(GPU_SAMPLE, name, reservation) for name in nodes]
-    return (*own, *pairs, *(samples if level != "burn-in" else ()))
+    before, after = [], []
+    if counter_devices:
+        before = [counters_step(COUNTERS_BEFORE, n, reservation, counter_devices) for n in nodes]
+        after = [counters_step(COUNTERS_AFTER, n, reservation, counter_devices) for n in nodes]
+    if level == "burn-in":
+        return tuple(own)
+    return (*before, *own, *pairs, *samples, *after)
 
 
 def own_step(step: Step) -> bool:
@@ -182,6 +201,76 @@ def waves(steps: Sequence[Step]) -> tuple[Step | tuple[Step, ...], ...]:
     if wave:
         out.append(tuple(wave))
     return tuple(out)
+
+
+# The node health runner's per-run growth limits (spec/health.py), as plain names.
+COUNTER_LIMITS: Mapping[str, int] = {str(name): limit for name, limit in DEFAULT_COUNTERS.items()}
+COUNTERS_BEFORE = "ib counters before"
+COUNTERS_AFTER = "ib counters after"
+
+
+def counters_step(test: str, node: str, reservation: str, devices: Sequence[str]) -> Step:
+    """The port counters of `devices` on `node`, as `grep -rH .` prints sysfs files (one
+    `PATH:VALUE` a line), read before the node's tests and after them, the two judged
+    together by `counter_growth`."""
+    dirs = " ".join(f"/sys/class/infiniband/{shlex.quote(d)}/ports/*/counters/" for d in devices)
+    argv = _srun(reservation, (node,), 0, ("sh", "-c", f"grep -rH . {dirs}"))
+    return Step(test, (node,), argv, None)
+
+
+def read_counters(output: str) -> dict[str, dict[int, dict[str, int | None]]]:
+    """`counters_step`'s output as `parse_sysfs_counters` reads sysfs; no counter at all is
+    no reading."""
+    files = {}
+    for line in output.splitlines():
+        path, sep, value = line.partition(":")
+        if sep:
+            files[path] = value
+    counters = parse_sysfs_counters(files)
+    if not counters:
+        raise ParseFailure("sysfs port counters", "no port counter in the output")
+    return counters
+
+
+def counter_growth(
+    before: Mapping[str, Mapping[int, Mapping[str, int | None]]],
+    after: Mapping[str, Mapping[int, Mapping[str, int | None]]],
+    limits: Mapping[str, int] = COUNTER_LIMITS,
+) -> list[str]:
+    """The error counters that grew during the run by more than `limits` allows (the node
+    health runner's per-run limits, spec/health.py): each with its readings and growth. A
+    counter read before and not after, or the reverse, is no reading of it and is named; one
+    read neither time (a port without it, or without a PMA: "N/A (no PMA)") is left out."""
+    problems = []
+    for device in sorted(set(before) | set(after)):
+        for port in sorted(set(before.get(device, {})) | set(after.get(device, {}))):
+            then = before.get(device, {}).get(port, {})
+            now = after.get(device, {}).get(port, {})
+            for counter, limit in limits.items():
+                first, last = then.get(counter), now.get(counter)
+                if first is None and last is None:
+                    continue
+                where = f"{device} port {port} {counter}"
+                if first is None or last is None:
+                    problems.append(f"{where} not read both before and after")
+                elif last - first > limit:
+                    problems.append(
+                        f"{where} {first} -> {last} (+{last - first}, at most +{limit} expected)"
+                    )
+    return problems
+
+
+def judge_counters(step: Step, before: str | None, after: str) -> StepResult:
+    """`COUNTERS_AFTER` judged against the node's `COUNTERS_BEFORE` output; either unread is
+    a failure that says so."""
+    try:
+        if before is None:
+            raise ParseFailure("sysfs port counters", "no reading from before the tests")
+        problems = counter_growth(read_counters(before), read_counters(after))
+    except ParseFailure as exc:
+        return StepResult(step, False, None, f"{ACCEPT_PREFIX}{step.test} could not read: {exc}")
+    reason = drain_reason(step, None, problems) if problems else None
+    return StepResult(step, not problems, None, reason)
 
 
 def gpu_sample_step(test: str, node: str, reservation: str) -> Step:
@@ -352,6 +441,9 @@ def judge(step: Step, output: str) -> StepResult:
     passes. nccl-tests is judged at its largest message (the better of out of place and in
     place, as nccl-tests' own average takes both), ib_write_bw at its largest message."""
     try:
+        if step.test == COUNTERS_BEFORE:
+            read_counters(output)
+            return StepResult(step, True, None, None)
         if step.expected is None and step.test.endswith(GPU_SAMPLE):
             problems = gpu_sample_problems(parse_nvidia_smi_xml(output))
             reason = drain_reason(step, None, problems) if problems else None
