@@ -109,7 +109,7 @@ def _judged(step: Step, status: int, output: str, run: AcceptRun) -> StepResult:
     if status != 0 and result.passed:
         # A step that exited non-zero is no pass, whatever it printed first.
         reason = f"myriad-accept: {step.test} exited {status}"
-        return StepResult(step, False, result.measured_gbs, reason)
+        return StepResult(step, False, result.measured_gbs, reason, result.findings)
     return result
 
 

@@ -270,7 +270,7 @@ def judge_counters(step: Step, before: str | None, after: str) -> StepResult:
     except ParseFailure as exc:
         return StepResult(step, False, None, f"{ACCEPT_PREFIX}{step.test} could not read: {exc}")
     reason = drain_reason(step, None, problems) if problems else None
-    return StepResult(step, not problems, None, reason)
+    return StepResult(step, not problems, None, reason, tuple(problems))
 
 
 def gpu_sample_step(test: str, node: str, reservation: str) -> Step:
@@ -421,12 +421,16 @@ def select_nodes(
 @dataclass(frozen=True, slots=True)
 class StepResult:
     """A step judged: `measured_gbs` the figure read from its output (None for DCGM, or
-    output that could not be read), `reason` the drain reason where it failed."""
+    output that could not be read), `reason` the drain reason where it failed, `findings`
+    each fail-slow signal the step found (a GPU sample's, the counters'), one line each with
+    what was expected and what was read, for the report to list one by one (the drain
+    reason, one line in Slurm, joins them)."""
 
     step: Step
     passed: bool
     measured_gbs: float | None
     reason: str | None
+    findings: tuple[str, ...] = ()
 
     @property
     def ratio(self) -> float | None:
@@ -447,7 +451,7 @@ def judge(step: Step, output: str) -> StepResult:
         if step.expected is None and step.test.endswith(GPU_SAMPLE):
             problems = gpu_sample_problems(parse_nvidia_smi_xml(output))
             reason = drain_reason(step, None, problems) if problems else None
-            return StepResult(step, not problems, None, reason)
+            return StepResult(step, not problems, None, reason, tuple(problems))
         if step.expected is None:
             diag = parse_dcgmi_diag(output)
             failed = [test.name for test in diag.failed]
