@@ -30,6 +30,7 @@ from myriad.node.parsers.dcgm import parse_dcgmi_diag
 from myriad.node.parsers.infiniband import parse_sysfs_counters
 from myriad.node.parsers.nccl_tests import parse_nccl_tests
 from myriad.node.parsers.nvidia_smi import NvidiaSmiReport, parse_nvidia_smi_xml
+from myriad.node.parsers.nvidia_smi_query import GpuQuerySample, parse_query_gpu_csv
 from myriad.node.parsers.perftest import parse_perftest_bw
 from myriad.ops.slurm import REMEDY_PREFIX
 from myriad.plan.acceptance import Expected, ProfileFigures
@@ -39,15 +40,19 @@ from myriad.spec.health import DEFAULT_COUNTERS
 
 __all__ = [
     "ACCEPT_PREFIX",
+    "BURN_IN_FIELDS",
     "COUNTERS_AFTER",
     "COUNTERS_BEFORE",
     "GPU_SAMPLE",
     "LEVELS",
+    "SAMPLED_DIAG",
+    "SAMPLES_MARK",
     "SLOWDOWN_REASONS",
     "Level",
     "Step",
     "StepResult",
     "burn_in_cycle",
+    "burn_in_sample_problems",
     "counter_growth",
     "counters_step",
     "drain_reason",
@@ -63,6 +68,7 @@ __all__ = [
     "release_argv",
     "reservation_argv",
     "reservation_name",
+    "sampled_diag",
     "select_nodes",
     "waves",
 ]
@@ -79,6 +85,21 @@ NCCL_ARGS = ("-b", "8", "-e", "8G", "-f", "2")
 # --perf launches all_reduce_perf (validate/perf.py, allreduce_srun); without it each node's
 # task would run a test of its own.
 MPI_ARGS = ("--mpi=pmix",)
+
+# The clock event reasons that hold a loaded GPU's clocks down for a fault of the node
+# (NVML, group nvmlClocksEventReasons; DCGM's field constants say what they indicate): HW
+# Slowdown (core clocks cut by a factor of 2 or more: temperature too high, an external
+# power brake asserted by the power supply, or power draw too high), HW Thermal Slowdown, HW
+# Power Brake Slowdown, SW Thermal Slowdown. Not judged: GPU Idle, the application and
+# display clock settings and Sync Boost (configuration, not a fault), and SW Power Cap,
+# which is the power limit doing its work under a full load (DCGM's own power test drives
+# the GPU to it).
+SLOWDOWN_REASONS = (
+    "hw_slowdown",
+    "hw_thermal_slowdown",
+    "hw_power_brake_slowdown",
+    "sw_thermal_slowdown",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -282,6 +303,114 @@ def gpu_sample_step(test: str, node: str, reservation: str) -> Step:
 GPU_SAMPLE = "gpu sample"
 
 
+SAMPLED_DIAG = "dcgm diag, sampled"
+SAMPLES_MARK = "==myriad-gpu-samples=="
+# How often the burn-in samples its GPUs (seconds between nvidia-smi calls): some 700 rows
+# a GPU an hour, a few hundred bytes each with the header, read back through srun's output
+# at the cycle's end.
+BURN_IN_SAMPLE_S = 5
+# The fields sampled (`nvidia-smi --help-query-gpu`, driver 590: the H100 capture's list).
+# The clock reasons by their old names, which drivers before 535 know and later ones
+# still answer to ("clocks_event_reasons.hw_slowdown" or "clocks_throttle_reasons...").
+# XIDs are not among them: no --query-gpu field reports one; the kernel log does (node
+# health's gpu.xid check).
+BURN_IN_FIELDS = (
+    "timestamp",
+    "index",
+    "temperature.gpu",
+    "power.draw",
+    "clocks.current.sm",
+    "clocks.max.sm",
+    "utilization.gpu",
+    "pcie.link.gen.current",
+    "pcie.link.gen.max",
+    "ecc.errors.uncorrected.volatile.total",
+    *(f"clocks_throttle_reasons.{reason}" for reason in ("gpu_idle", *SLOWDOWN_REASONS)),
+)
+
+
+def sampled_diag(level: int, every_s: float = BURN_IN_SAMPLE_S) -> tuple[str, ...]:
+    """`dcgmi diag -r LEVEL -j` with the GPUs sampled beside it, in one shell on the node: a
+    loop runs `nvidia-smi --query-gpu=BURN_IN_FIELDS --format=csv` into a scratch file every
+    `every_s` seconds until DCGM ends, and the rows follow DCGM's output after
+    `SAMPLES_MARK`; the exit status is DCGM's. The loop stops at a flag file, not a signal:
+    a background job of a non-interactive shell ignores SIGINT (POSIX, "Asynchronous
+    Lists"), so `nvidia-smi -l`'s own loop, which Ctrl+C ends, could not be stopped that way
+    (the test of this shell found it), and a process killed mid-write could lose the rows it
+    buffered. Each call prints its header; the parser skips the repeats."""
+    query = f"nvidia-smi --query-gpu={','.join(BURN_IN_FIELDS)} --format=csv"
+    script = (
+        "f=$(mktemp) || exit 97; "
+        f'(while [ ! -e "$f.stop" ]; do {query} >>"$f" 2>&1; sleep {every_s:g}; done) & p=$!; '
+        f'dcgmi diag -r {level} -j; rc=$?; touch "$f.stop"; wait "$p"; '
+        f'echo {SAMPLES_MARK}; cat "$f"; rm -f "$f" "$f.stop"; exit "$rc"'
+    )
+    return ("sh", "-c", script)
+
+
+def burn_in_sample_problems(samples: Sequence[GpuQuerySample]) -> list[str]:
+    """What the burn-in's samples show wrong, GPU by GPU, each with its figures: clocks held
+    by a slowdown reason in any sample (the first such sample's temperature, power and SM
+    clock against its maximum), uncorrected ECC errors that grew from the first sample to
+    the last, a PCIe gen below its maximum in a sample of a busy GPU (no GPU Idle reason)."""
+    problems = []
+    for index in sorted({s.index for s in samples}):
+        mine = [s for s in samples if s.index == index]
+        where = f"GPU {index}"
+        held = [s for s in mine if set(s.reasons_active) & set(SLOWDOWN_REASONS)]
+        if held:
+            first = held[0]
+            reasons = [r for r in SLOWDOWN_REASONS if r in first.reasons_active]
+            problems.append(
+                f"{where} clocks held by {', '.join(reasons)} in {len(held)} of {len(mine)} "
+                f"samples (expected none); first at {first.timestamp}: {_figures(first)}"
+            )
+        counts = [
+            s.ecc_uncorrected_volatile for s in mine if s.ecc_uncorrected_volatile is not None
+        ]
+        if counts and counts[-1] > counts[0]:
+            problems.append(
+                f"{where} uncorrected ECC errors {counts[0]} -> {counts[-1]} during the burn-in "
+                "(expected no growth)"
+            )
+        slow = [
+            s
+            for s in mine
+            if "gpu_idle" not in s.reasons_active
+            and s.pcie_gen is not None
+            and s.pcie_gen_max is not None
+            and s.pcie_gen < s.pcie_gen_max
+        ]
+        if slow:
+            problems.append(
+                f"{where} PCIe gen {slow[0].pcie_gen} of {slow[0].pcie_gen_max} under load in "
+                f"{len(slow)} of {len(mine)} samples"
+            )
+    return problems
+
+
+def _figures(sample: GpuQuerySample) -> str:
+    def shown(value: float | None, unit: str) -> str:
+        return "-" if value is None else f"{value:g} {unit}"
+
+    return (
+        f"{shown(sample.temperature_c, 'C')}, {shown(sample.power_w, 'W')}, SM "
+        f"{shown(sample.sm_mhz, 'MHz')} of {shown(sample.sm_max_mhz, 'MHz')}"
+    )
+
+
+def _judge_sampled_diag(step: Step, output: str) -> StepResult:
+    """DCGM's verdict and the samples' together; samples missing or unread fail the step."""
+    diag_part, mark, samples_part = output.partition(SAMPLES_MARK)
+    if not mark:
+        raise ParseFailure("burn-in GPU samples", "no samples after DCGM's output")
+    diag = parse_dcgmi_diag(diag_part)
+    problems = burn_in_sample_problems(parse_query_gpu_csv(samples_part.strip()))
+    failed = [test.name for test in diag.failed] + problems
+    reason = drain_reason(step, None, failed) if failed else None
+    return StepResult(step, not failed, None, reason, tuple(problems))
+
+
 def burn_in_cycle(
     cycle: int,
     nodes: Sequence[str],
@@ -291,7 +420,8 @@ def burn_in_cycle(
     reservation: str,
 ) -> tuple[Step, ...]:
     """One cycle of the burn-in, repeated until `accept.burn_in_s` has passed: `dcgmi diag`
-    at `accept.burn_in_dcgm_level` on each node (its stress tests load the GPUs), all_reduce
+    at `accept.burn_in_dcgm_level` on each node (its stress tests load the GPUs) with the
+    GPUs sampled all through it (`sampled_diag`, judged by `burn_in_sample_problems`), all_reduce
     over each leaf group (traffic on every rail of the group's leaf), then `nvidia-smi -q -x`
     on each node after them, judged by `gpu_sample_problems`. A group's all_reduce below its figure
     fails the run without naming a node: the full level's search finds which."""
@@ -299,9 +429,8 @@ def burn_in_cycle(
     steps: list[Step] = []
     for name in nodes:
         fig = figures[topo.node(name).profile]
-        diag = ("dcgmi", "diag", "-r", str(accept.burn_in_dcgm_level), "-j")
-        argv = _srun(reservation, (name,), fig.gpus, diag)
-        steps.append(Step(f"burn-in {cycle}: dcgm diag", (name,), argv, None))
+        argv = _srun(reservation, (name,), fig.gpus, sampled_diag(accept.burn_in_dcgm_level))
+        steps.append(Step(f"burn-in {cycle}: {SAMPLED_DIAG}", (name,), argv, None))
     for group in topo.leaf_groups():
         members = tuple(name for name in group if name in chosen)
         found = [figures[topo.node(n).profile] for n in members]
@@ -315,22 +444,6 @@ def burn_in_cycle(
         steps.append(Step(f"burn-in {cycle}: nccl all_reduce", members, argv, expected, group=True))
     steps.extend(gpu_sample_step(f"burn-in {cycle}: {GPU_SAMPLE}", n, reservation) for n in nodes)
     return tuple(steps)
-
-
-# The clock event reasons that hold a loaded GPU's clocks down for a fault of the node
-# (NVML, group nvmlClocksEventReasons; DCGM's field constants say what they indicate): HW
-# Slowdown (core clocks cut by a factor of 2 or more: temperature too high, an external
-# power brake asserted by the power supply, or power draw too high), HW Thermal Slowdown, HW
-# Power Brake Slowdown, SW Thermal Slowdown. Not judged: GPU Idle, the application and
-# display clock settings and Sync Boost (configuration, not a fault), and SW Power Cap,
-# which is the power limit doing its work under a full load (DCGM's own power test drives
-# the GPU to it).
-SLOWDOWN_REASONS = (
-    "hw_slowdown",
-    "hw_thermal_slowdown",
-    "hw_power_brake_slowdown",
-    "sw_thermal_slowdown",
-)
 
 
 def gpu_sample_problems(report: NvidiaSmiReport) -> list[str]:
@@ -448,6 +561,8 @@ def judge(step: Step, output: str) -> StepResult:
         if step.test == COUNTERS_BEFORE:
             read_counters(output)
             return StepResult(step, True, None, None)
+        if step.test.endswith(SAMPLED_DIAG):
+            return _judge_sampled_diag(step, output)
         if step.expected is None and step.test.endswith(GPU_SAMPLE):
             problems = gpu_sample_problems(parse_nvidia_smi_xml(output))
             reason = drain_reason(step, None, problems) if problems else None
