@@ -362,3 +362,16 @@ def test_a_slow_spine_fails_the_run_but_drains_no_node(tmp_path: Path) -> None:
         "myriad-accept: search: spines spines of island 0: nccl all_reduce: 50 GB/s of 100 "
         "expected (0.50, gate 90)",
     )
+
+
+def test_closing_steps_run_after_the_search(tmp_path: Path) -> None:
+    # The port counters of `full` are read again after the search's group tests, which carry
+    # the most traffic: a closing step's srun comes after the last group test's.
+    slurm = FabricFake()
+    run = AcceptRun.create(tmp_path, "full", ["n1", "n2", "n3", "n4"], "r")
+    plan = SearchPlan(TOPO, {"gpu": GPU}, 8, DEVICES)
+    closing = [_step("closing", "n1", "dcgmi", None)]
+    carry_out(slurm, run, [], duration_s=600, search=plan, settle=_no_wait, closing=closing)
+    sruns = [c for c in slurm.calls if c[0] == "srun"]
+    assert "all_reduce_perf" in sruns[-2] and "dcgmi" in sruns[-1]
+    assert "closing@n1" in run.data["steps"]

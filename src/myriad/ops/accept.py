@@ -185,6 +185,22 @@ def run_wave(commands: Commands, run: AcceptRun, wave: Sequence[Step]) -> None:
             run.record(_judged(step, status, output, run))
 
 
+def _run_all(
+    commands: Commands,
+    run: AcceptRun,
+    items: Iterable[Step | Sequence[Step]],
+    settle: Callable[[], None],
+) -> None:
+    for item in items:
+        if not isinstance(item, Step):
+            run_wave(commands, run, item)
+            continue
+        if run.done(item):
+            continue
+        status, output = run_step(commands, item.argv, item.server, settle)
+        run.record(_judged(item, status, output, run))
+
+
 def carry_out(
     commands: Commands,
     run: AcceptRun,
@@ -194,11 +210,13 @@ def carry_out(
     retest: bool = False,
     search: SearchPlan | None = None,
     settle: Callable[[], None] = wait_for_server,
+    closing: Iterable[Step | Sequence[Step]] = (),
 ) -> AcceptResult:
     """Run the steps `run` has not judged yet (taken one at a time, so a burn-in's cycles
     can be made as the clock goes; a wave of own steps, `accept_plan.waves`, side by side
     through `run_wave`) inside a reservation on its nodes, then (with
-    `search`) the slow-node search, then drain each failed node with its reason; with
+    `search`) the slow-node search, then the `closing` steps (the port counters read after
+    the search's traffic too), then drain each failed node with its reason; with
     `retest` (`--nodes-from drained`), resume each node that passed. The reservation is
     released even when a step raises. `settle` waits for a server side to listen."""
     nodes = list(run.data["nodes"])
@@ -216,17 +234,10 @@ def carry_out(
                 commands.resume(node)
             run.data["retest_in_service"] = True
             run.save()
-        for item in steps:
-            if not isinstance(item, Step):
-                run_wave(commands, run, item)
-                continue
-            step = item
-            if run.done(step):
-                continue
-            status, output = run_step(commands, step.argv, step.server, settle)
-            run.record(_judged(step, status, output, run))
+        _run_all(commands, run, steps, settle)
         if search is not None and not run.searched:
             run.record_search(_search(commands, run, search, settle))
+        _run_all(commands, run, closing, settle)
     except BaseException:
         # Out of service again until the re-test goes on (`--resume` brings them back in);
         # a run killed outright keeps them in its reservation, which `--resume` finds.

@@ -34,6 +34,7 @@ from myriad.ops.accept import (
     wait_for_server,
 )
 from myriad.ops.accept_plan import (
+    COUNTERS_AFTER,
     Level,
     NodesFrom,
     Step,
@@ -373,9 +374,13 @@ def accept(
         # Port counters where the fabric has them: node health skips Ethernet and EFA for
         # the same reason (node/checks/counters.py).
         counted = devices if spec.network.fabric in ("infiniband", "roce") else ()
-        steps: Iterable[Step | tuple[Step, ...]] = waves(
-            node_steps(run_level, nodes, topo, figures, spec.accept, reservation, devices, counted)
+        planned = node_steps(
+            run_level, nodes, topo, figures, spec.accept, reservation, devices, counted
         )
+        # With a search, the counters are read again after it: its group tests carry the
+        # most traffic across the fabric.
+        last = [s for s in planned if s.test == COUNTERS_AFTER and run_level != "quick"]
+        steps: Iterable[Step | tuple[Step, ...]] = waves([s for s in planned if s not in last])
         if run_level == "burn-in":
             cycle = partial(burn_in_cycle, nodes=nodes, topo=topo, figures=figures,
                             accept=spec.accept, reservation=reservation)  # fmt: skip
@@ -391,6 +396,7 @@ def accept(
             retest=bool(run.data.get("retest")),
             search=search,
             settle=settle or wait_for_server,
+            closing=waves(last),
         )
     return AcceptOutcome(spec.metadata.name, run, result)
 
