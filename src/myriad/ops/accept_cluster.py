@@ -176,14 +176,13 @@ LANE_MARK = "myriad-step"
 def lanes_script(lanes: Sequence[Sequence[Sequence[str]]], step_timeout_s: float) -> str:
     """A POSIX shell script for the controller: each lane a subshell in the background that
     runs its commands in order, each under timeout(1), reading nothing (the script itself
-    comes on standard input, which srun would pass on to its task) and writing files of
-    its own in a scratch folder;
-    `wait` for them all; then each command's record, lane by lane, as a line `myriad-step
-    LANE.STEP STATUS OUT_BYTES ERR_BYTES` followed by its stdout and stderr, byte counts
-    exact so any output reads back whole (`read_lanes`). srun run outside an allocation
-    makes one of its own (srun(1), Slurm 22.05: "If necessary, srun will first create a
-    resource allocation"), so each lane's steps are jobs of their own in the reservation,
-    each on its one node, all running at once."""
+    comes on standard input, which srun would pass on to its task) and writing files of its
+    own in a scratch folder; `wait` for them all; then each command's record, lane by lane,
+    as a line `myriad-step LANE.STEP STATUS OUT_BYTES ERR_BYTES` followed by its stdout and
+    stderr, byte counts exact so any output reads back whole (`read_lanes`). srun run
+    outside an allocation makes one of its own (srun(1), Slurm 22.05: "If necessary, srun
+    will first create a resource allocation"), so each lane's steps are jobs of their own in
+    the reservation, each on its one node, all running at once."""
     limit = max(1, int(step_timeout_s))
     body = ["set -u", "d=$(mktemp -d) || exit 97", "trap 'rm -rf \"$d\"' EXIT"]
     keys: list[str] = []

@@ -11,7 +11,13 @@ goes, through a measuring function that submits each as a step.
   leaf group (the next node of the group, the last back to the first).
 - `full`: `dcgmi diag` at `accept.full_dcgm_level`, then the search's group tests.
 - `burn-in`: `dcgmi diag` at `accept.burn_in_dcgm_level`, then `burn_in_cycle`'s steps
-  again and again for `accept.burn_in_s`, then the full level's search.
+  again and again for `accept.burn_in_s` (DCGM with the GPUs sampled beside it), then the
+  full level's search.
+
+quick and full also judge issue #28's fail-slow signals: a GPU sample of each node after its
+tests (`gpu_sample_problems`: clocks held by a slowdown reason, a PCIe link below its
+maximum) and, on InfiniBand and RoCE fabrics, the port counters read before the tests and
+after them (`counter_growth`). `waves` groups the steps that may run side by side.
 
 A node that fails is drained with `myriad-accept: ` and the test with its figure, so `myriad
 resume` and the health runner see whose drain it is (the convention of `ops/slurm.py`), and
