@@ -5,6 +5,7 @@ line is read off the capture by hand (line numbers or files given)."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,6 +19,7 @@ from myriad.ops.accept_plan import (
     COUNTERS_BEFORE,
     Step,
     counter_growth,
+    counters_step,
     gpu_sample_problems,
     judge,
     judge_counters,
@@ -203,11 +205,8 @@ def test_quick_reads_counters_first_and_last_and_carry_out_judges_growth(
         "gpu sample",
         COUNTERS_AFTER,
     ]
-    assert steps[0].argv[-3:] == (
-        "sh",
-        "-c",
-        "grep -rH . /sys/class/infiniband/mlx5_0/ports/*/counters/",
-    )
+    shell, flag, script = steps[0].argv[-3:]
+    assert (shell, flag) == ("sh", "-c") and script.endswith("grep -rH . mlx5_0/ports/*/counters/")
     before = _grep_counters(SYSFS)
     after = _grep_counters(SYSFS, {"1/counters/link_downed:0": "1/counters/link_downed:1"})
     # The two readings run the same command: the first call answers before, the second after.
@@ -249,3 +248,37 @@ def test_quick_reads_counters_first_and_last_and_carry_out_judges_growth(
     )
     assert result.drained == ("n1",)
     assert AcceptRun.load(run.run_dir).data["counters_before"] == {"n1": before}
+
+
+def _run_counters_script(
+    tmp_path: Path, config_text: str | None, devices: Sequence[str]
+) -> subprocess.CompletedProcess[str]:
+    config = tmp_path / "node.json"
+    if config_text is not None:
+        config.write_text(config_text)
+    step = counters_step(COUNTERS_BEFORE, "n1", "r", devices, config=str(config))
+    return subprocess.run(
+        list(step.argv[-3:]), capture_output=True, text=True, timeout=30, check=False
+    )
+
+
+def test_the_counters_script_reads_under_node_healths_root(tmp_path: Path) -> None:
+    """The step's shell for real (sh, python3, grep) over the sysfs capture, put where node
+    health's document says the IB tree is, as the twin's nodes have it."""
+    done = _run_counters_script(
+        tmp_path, json.dumps({"policy": {"infiniband": str(SYSFS)}}), ["mlx4_0"]
+    )
+    assert done.returncode == 0, done.stderr
+    counters = read_counters(done.stdout)
+    assert counters == read_counters(_grep_counters(SYSFS))
+    assert counters["mlx4_0"][1]["port_xmit_discards"] == 5
+
+
+def test_without_node_health_the_counters_are_read_from_sysfs(tmp_path: Path) -> None:
+    # No document (or one without the key): /sys/class/infiniband, which this machine
+    # lacks, so the step fails and reads as no reading, never a pass.
+    for text in (None, json.dumps({"policy": {}}), "not json"):
+        done = _run_counters_script(tmp_path, text, ["mlx5_0"])
+        assert done.returncode != 0
+        assert "/sys/class/infiniband" in done.stderr or not Path("/sys/class/infiniband").exists()
+        assert not judge(Step(COUNTERS_BEFORE, ("n1",), (), None), done.stdout).passed

@@ -236,12 +236,31 @@ COUNTERS_BEFORE = "ib counters before"
 COUNTERS_AFTER = "ib counters after"
 
 
-def counters_step(test: str, node: str, reservation: str, devices: Sequence[str]) -> Step:
+# The node health runner's document on each node (node/health.py, CONFIG): its policy's
+# `infiniband` replaces /sys/class/infiniband where set (the twin's nodes point it at a capture).
+HEALTH_CONFIG = "/etc/myriad-health/node.json"
+_IB_ROOT = """import json
+try:
+    policy = json.load(open(%r))["policy"]
+except (OSError, ValueError, KeyError, TypeError):
+    policy = {}
+print(policy.get("infiniband") or "/sys/class/infiniband")"""
+
+
+def counters_step(
+    test: str, node: str, reservation: str, devices: Sequence[str], config: str = HEALTH_CONFIG
+) -> Step:
     """The port counters of `devices` on `node`, as `grep -rH .` prints sysfs files (one
     `PATH:VALUE` a line), read before the node's tests and after them, the two judged
-    together by `counter_growth`."""
-    dirs = " ".join(f"/sys/class/infiniband/{shlex.quote(d)}/ports/*/counters/" for d in devices)
-    argv = _srun(reservation, (node,), 0, ("sh", "-c", f"grep -rH . {dirs}"))
+    together by `counter_growth`. They are read where node health reads them: under its
+    document's `infiniband` root where `config` sets one, else /sys/class/infiniband."""
+    find_root = shlex.quote(_IB_ROOT % config)
+    dirs = " ".join(f"{shlex.quote(device)}/ports/*/counters/" for device in devices)
+    script = (
+        f"r=$(python3 -I -S -c {find_root} 2>/dev/null) || r=/sys/class/infiniband; "
+        f'cd "$r" && grep -rH . {dirs}'
+    )
+    argv = _srun(reservation, (node,), 0, ("sh", "-c", script))
     return Step(test, (node,), argv, None)
 
 
