@@ -10,10 +10,15 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
-from accept_fakes import gpu_sample
+import pytest
+import yaml
+
+from accept_fakes import Controller, gpu_sample
 from accept_stubs import SAMPLES, dcgm_output
+from health_stubs import h100_spec
 from myriad.node.parsers.nvidia_smi import parse_nvidia_smi_text, parse_nvidia_smi_xml
 from myriad.ops.accept import carry_out
+from myriad.ops.accept_cluster import accept
 from myriad.ops.accept_plan import (
     COUNTERS_AFTER,
     COUNTERS_BEFORE,
@@ -27,7 +32,7 @@ from myriad.ops.accept_plan import (
     read_counters,
     waves,
 )
-from myriad.ops.accept_state import AcceptRun
+from myriad.ops.accept_state import AcceptRun, summary_rows
 from myriad.plan.acceptance import ProfileFigures
 from myriad.plan.slow_nodes import AcceptNode, AcceptTopology
 from myriad.spec.accept import Accept
@@ -282,3 +287,40 @@ def test_without_node_health_the_counters_are_read_from_sysfs(tmp_path: Path) ->
         assert done.returncode != 0
         assert "/sys/class/infiniband" in done.stderr or not Path("/sys/class/infiniband").exists()
         assert not judge(Step(COUNTERS_BEFORE, ("n1",), (), None), done.stdout).passed
+
+
+class CountingController(Controller):
+    """The fake controller, answering the counters step with the sysfs capture's counters
+    (the same at every reading: no growth)."""
+
+    def run(self, argv: Sequence[str]) -> tuple[int, str]:
+        if any("grep -rH ." in a for a in argv):
+            self.steps.append(tuple(argv))
+            return 0, _grep_counters(SYSFS)
+        return super().run(argv)
+
+
+@pytest.mark.parametrize("level", ["quick", "full"])
+def test_on_infiniband_the_counters_come_first_and_last(
+    level: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # health_stubs.h100_spec: two compute nodes of 8 H100 and two ConnectX-7 on InfiniBand.
+    monkeypatch.setenv("MYRIAD_STATE_DIR", str(tmp_path / "state"))
+    spec = tmp_path / "cluster.yaml"
+    spec.write_text(yaml.safe_dump(h100_spec("ibacc", "10.77.0.0/24"), sort_keys=False))
+    ctl = CountingController()
+    outcome = accept(spec, level, slurm=ctl.slurm(), commands=ctl, settle=lambda: None)
+    assert outcome.result.passed, outcome.result.verdicts
+    sruns = [s for s in ctl.steps if s[0] == "srun"]
+    # Each node's first step reads its counters, and so does its last (the fake runs a
+    # wave's lanes one after another; the controller runs them at once).
+    for node in ("node01", "node02"):
+        mine = [s for s in sruns if node in s[2].split("=", 1)[1].split(",")]
+        assert "grep -rH ." in mine[0][-1] and "grep -rH ." in mine[-1][-1]
+        assert sum("grep -rH ." in s[-1] for s in mine) == 2
+    assert sruns[0][-1].endswith("grep -rH . mlx5_0/ports/*/counters/ mlx5_1/ports/*/counters/")
+    if level == "full":  # the second readings after the search's last group test
+        assert all("grep -rH ." in s[-1] for s in sruns[-2:])
+        assert any("all_reduce_perf" in s and "--nodes=2" in s for s in sruns[:-2])
+    rows = [r for r in summary_rows(outcome.run) if r["test"].startswith("ib counters")]
+    assert len(rows) == 4 and all(r["passed"] for r in rows)
