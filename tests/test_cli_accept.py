@@ -85,3 +85,26 @@ def test_bad_input_exits_2_with_one_line(
     assert captured.err.count("\n") == 1 and message in captured.err
     assert "Traceback" not in captured.err
     assert json.loads(captured.out)["error"]["exit_code"] == 2
+
+
+def test_a_fail_slow_signal_is_a_line_of_its_own_in_the_report_json_and_junit(
+    spec: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # node03's GPU sample: the A5000 capture with its first GPU's link at x8 of x16.
+    monkeypatch.delenv("COLUMNS", raising=False)
+    finding = "GPU 0 PCIe x8 of x16"
+    _controller(monkeypatch, Controller(narrow="node03"))
+    assert main(["accept", str(spec), "--level", "quick"]) == 1
+    out = capsys.readouterr().out
+    assert f"node03 gpu sample: {finding}\n" in out
+    assert f"node03: drained (myriad-accept: gpu sample failed: {finding})" in out
+
+    _controller(monkeypatch, Controller(narrow="node03"))
+    junit = tmp_path / "accept.xml"
+    assert main(["accept", str(spec), "--level", "quick", "--json", "--junit", str(junit)]) == 1
+    document = json.loads(capsys.readouterr().out)
+    (row,) = [r for r in document["steps"] if r["test"] == "gpu sample" and not r["passed"]]
+    assert row["node"] == "node03" and row["findings"] == [finding]
+    assert document["nodes"]["node03"] == f"myriad-accept: gpu sample failed: {finding}"
+    (failure,) = ET.parse(junit).getroot().iter("failure")
+    assert failure.get("type") == "gpu sample" and failure.text == finding

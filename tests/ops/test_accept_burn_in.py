@@ -35,11 +35,14 @@ def test_a_cycle_stresses_every_node_loads_each_leaf_and_samples_after() -> None
     accept = Accept(burn_in_dcgm_level=4)
     steps = burn_in_cycle(2, ["n1", "n2", "n3", "n4"], TOPO, {"gpu": GPU}, accept, "r")
     assert [(s.test, s.nodes) for s in steps] == [
-        *[("burn-in 2: dcgm diag", (n,)) for n in ("n1", "n2", "n3", "n4")],
+        *[("burn-in 2: dcgm diag, sampled", (n,)) for n in ("n1", "n2", "n3", "n4")],
         ("burn-in 2: nccl all_reduce", ("n1", "n2", "n3")),  # n4 alone under its leaf: none
         *[("burn-in 2: gpu sample", (n,)) for n in ("n1", "n2", "n3", "n4")],
     ]
-    assert steps[0].argv[-4:] == ("diag", "-r", "4", "-j")
+    shell, flag, script = steps[0].argv[-3:]
+    assert (shell, flag) == ("sh", "-c") and "dcgmi diag -r 4 -j;" in script
+    assert "nvidia-smi --query-gpu=timestamp,index,temperature.gpu," in script
+    assert "--format=csv >>" in script and "sleep 5;" in script
     ring = steps[4]
     assert ring.group and ring.expected == RING and "--nodes=3" in ring.argv
     assert "--mpi=pmix" in ring.argv and "--mpi=pmix" not in steps[0].argv
@@ -75,7 +78,9 @@ def test_cycles_run_until_the_time_is_spent_and_a_resume_counts_it(tmp_path: Pat
         ctl, run, burn_in_steps(run, cycle, 600, lambda: next(ticks)), duration_s=3600
     )
     assert sorted({s["test"] for s in run.data["steps"].values()}) == [
-        f"burn-in {n}: {t}" for n in (0, 1) for t in ("dcgm diag", "gpu sample", "nccl all_reduce")
+        f"burn-in {n}: {t}"
+        for n in (0, 1)
+        for t in ("dcgm diag, sampled", "gpu sample", "nccl all_reduce")
     ]
     assert result.passed and run.data["burn_in_started"] == 0.0
     # A run killed in cycle 1 finishes that cycle on resume, but begins no other: its time,
@@ -126,7 +131,9 @@ def test_accept_burn_in_drains_a_narrow_link_and_fails_a_slow_leaf_without_drain
     assert outcome.result.elsewhere == (
         "myriad-accept: burn-in 0: nccl all_reduce 100.0 GB/s < 0.90 x 214.2 GB/s expected",
     )
+    # The level's own diagnostic on each node, then cycle 0's with the GPUs sampled, both at
+    # level 4 (the default).
     dcgm = [s for s in ctl.steps if "dcgmi" in s]
-    # The level's own diagnostic on each node, then cycle 0's, both at level 4 (the default).
-    assert len(dcgm) == 8 and all(s[-2] == "4" for s in dcgm)
+    sampled = [s for s in ctl.steps if "dcgmi diag -r 4 -j;" in s[-1]]
+    assert len(dcgm) == 4 and all(s[-2] == "4" for s in dcgm) and len(sampled) == 4
     assert outcome.run.data["search"] is not None

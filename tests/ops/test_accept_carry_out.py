@@ -16,7 +16,7 @@ from myriad.ops.accept import (
     carry_out,
     group_measure,
 )
-from myriad.ops.accept_plan import Step, rdma_argv
+from myriad.ops.accept_plan import Step, judge, rdma_argv
 from myriad.ops.accept_state import AcceptRun, summary_rows
 from myriad.plan.acceptance import Expected, ProfileFigures
 from myriad.plan.slow_nodes import AcceptNode, AcceptTopology, GroupTest
@@ -47,6 +47,10 @@ class FakeSlurm:
         if key not in self.outputs:
             raise KeyError(key)
         return self.status.get(key, 0), self.outputs[key]
+
+    def run_lanes(self, lanes: Sequence[Sequence[Sequence[str]]]) -> list[list[tuple[int, str]]]:
+        self.calls.append(("lanes", str(len(lanes))))
+        return [[self.run(argv) for argv in lane] for lane in lanes]
 
     def start(self, argv: Sequence[str]) -> object:
         self.calls.append(("start", *argv))
@@ -103,6 +107,18 @@ def test_the_slow_node_is_drained_with_its_figures(tmp_path: Path) -> None:
         "ReservationName=r",
     )
     assert AcceptRun.load(run.run_dir).data["finished"] is True
+
+
+def test_a_wave_runs_each_nodes_steps_as_a_lane_and_skips_judged_ones(tmp_path: Path) -> None:
+    slurm = FakeSlurm(_outputs(200.0))
+    run = AcceptRun.create(tmp_path, "quick", ["n1", "n2"], "r")
+    run.record(judge(STEPS[0], dcgm_output()))  # n1's DCGM judged before a resume
+    result = carry_out(slurm, run, [tuple(STEPS)], duration_s=600)
+    # One call for the wave, two lanes: n1 with its NVLink step only, n2 with both.
+    lanes = [c for c in slurm.calls if c[0] in ("lanes", "srun")]
+    assert lanes[0] == ("lanes", "2")
+    assert [c[2] for c in lanes[1:]] == ["--nodelist=n1", "--nodelist=n2", "--nodelist=n2"]
+    assert result.drained == ("n2",) and len(run.data["steps"]) == 4
 
 
 def test_retest_resumes_nodes_that_now_pass(tmp_path: Path) -> None:
@@ -346,3 +362,16 @@ def test_a_slow_spine_fails_the_run_but_drains_no_node(tmp_path: Path) -> None:
         "myriad-accept: search: spines spines of island 0: nccl all_reduce: 50 GB/s of 100 "
         "expected (0.50, gate 90)",
     )
+
+
+def test_closing_steps_run_after_the_search(tmp_path: Path) -> None:
+    # The port counters of `full` are read again after the search's group tests, which carry
+    # the most traffic: a closing step's srun comes after the last group test's.
+    slurm = FabricFake()
+    run = AcceptRun.create(tmp_path, "full", ["n1", "n2", "n3", "n4"], "r")
+    plan = SearchPlan(TOPO, {"gpu": GPU}, 8, DEVICES)
+    closing = [_step("closing", "n1", "dcgmi", None)]
+    carry_out(slurm, run, [], duration_s=600, search=plan, settle=_no_wait, closing=closing)
+    sruns = [c for c in slurm.calls if c[0] == "srun"]
+    assert "all_reduce_perf" in sruns[-2] and "dcgmi" in sruns[-1]
+    assert "closing@n1" in run.data["steps"]

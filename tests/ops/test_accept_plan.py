@@ -15,6 +15,7 @@ from myriad.ops.accept_plan import (
     reservation_argv,
     reservation_name,
     select_nodes,
+    waves,
 )
 from myriad.plan.acceptance import Expected, ProfileFigures
 from myriad.plan.slow_nodes import AcceptNode, AcceptTopology
@@ -50,20 +51,26 @@ def test_quick_runs_dcgm_nvlink_and_every_rail_to_a_leaf_partner() -> None:
         "nccl all_reduce, one node",
         "rdma rail 0",
         "rdma rail 1",
+        "gpu sample",
     ]
     # n3 pairs back with n1 (the ring of its leaf group); n4 has no partner in its leaf.
     assert [s.nodes for s in steps if s.nodes[0] == "n3" and s.test.startswith("rdma")] == [
         ("n3", "n1"),
         ("n3", "n1"),
     ]
-    assert _tests(steps, "n4") == ["dcgm diag", "nccl all_reduce, one node"]
-    assert _tests(steps, "n5") == ["dcgm diag"]  # one GPU: no NVLink; no NIC: no RDMA
+    assert _tests(steps, "n4") == ["dcgm diag", "nccl all_reduce, one node", "gpu sample"]
+    # One GPU: no NVLink; no NIC: no RDMA.
+    assert _tests(steps, "n5") == ["dcgm diag", "gpu sample"]
     first = steps[0].argv
     assert first == (
         "srun", "--reservation=r", "--nodelist=n1", "--nodes=1", "--ntasks-per-node=1",
         "--gpus-per-node=8", "dcgmi", "diag", "-r", "2", "-j",
     )  # fmt: skip
-    assert [s.expected for s in steps if s.nodes[0] == "n1"] == [None, NVLINK, RDMA, RDMA]
+    assert [s.expected for s in steps if s.nodes[0] == "n1"] == [None, NVLINK, RDMA, RDMA, None]
+    assert steps[-1].argv == (
+        "srun", "--reservation=r", "--nodelist=n5", "--nodes=1", "--ntasks-per-node=1",
+        "nvidia-smi", "-q", "-x",
+    )  # fmt: skip
     rail1 = [s.argv for s in steps if s.nodes[0] == "n1" and s.test == "rdma rail 1"]
     assert rail1 == [
         ("srun", "--reservation=r", "--nodelist=n1", "--nodes=1", "--ntasks-per-node=1",
@@ -80,7 +87,12 @@ def test_quick_runs_dcgm_nvlink_and_every_rail_to_a_leaf_partner() -> None:
 
 def test_a_rail_without_a_device_name_gets_no_rdma_step() -> None:
     steps = node_steps("quick", ["n1", "n2"], _topo(), FIGURES, Accept(), "r", ("mlx5_0",))
-    assert _tests(steps, "n1") == ["dcgm diag", "nccl all_reduce, one node", "rdma rail 0"]
+    assert _tests(steps, "n1") == [
+        "dcgm diag",
+        "nccl all_reduce, one node",
+        "rdma rail 0",
+        "gpu sample",
+    ]
 
 
 def test_levels_pick_their_dcgm_level_and_leave_group_tests_to_the_search() -> None:
@@ -89,8 +101,28 @@ def test_levels_pick_their_dcgm_level_and_leave_group_tests_to_the_search() -> N
         steps = node_steps(level, ["n1", "n2"], _topo(), FIGURES, accept, "r")
         diag = [s.argv[s.argv.index("-r") + 1] for s in steps if s.test == "dcgm diag"]
         assert diag == [run_level, run_level]
-        if level != "quick":
+        if level == "full":
+            tests = ["dcgm diag", "dcgm diag", "gpu sample", "gpu sample"]
+            assert [s.test for s in steps] == tests
+        if level == "burn-in":  # its cycles sample
             assert [s.test for s in steps] == ["dcgm diag", "dcgm diag"]
+
+
+def test_waves_put_each_nodes_own_steps_beside_the_others_and_pairs_alone() -> None:
+    nodes = ["n1", "n2", "n3", "n4", "n5"]
+    steps = node_steps("quick", nodes, _topo(), FIGURES, Accept(), "r", ("mlx5_0",))
+    planned = waves(steps)
+    # n1..n4: dcgm and nccl (8 GPUs), n5: dcgm only (one GPU): 4 x 2 + 1 = 9 own steps in
+    # the first wave; then the rdma pairs one by one (n1>n2, n2>n3, n3>n1 in the first
+    # leaf; n4 has no partner), then the five samples as a second wave.
+    assert [len(w) if isinstance(w, tuple) else w.test for w in planned] == [
+        9,
+        "rdma rail 0",
+        "rdma rail 0",
+        "rdma rail 0",
+        5,
+    ]
+    assert waves(()) == ()
 
 
 def test_a_partner_must_be_under_test_too() -> None:

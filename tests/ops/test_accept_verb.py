@@ -65,9 +65,13 @@ def test_quick_drains_the_node_whose_nvlink_is_slow(spec: Path, tmp_path: Path) 
     assert run_dir.name.endswith("-accept")
     record = json.loads((run_dir / "accept.json").read_text())
     assert record["finished"] and record["level"] == "quick" and record["nodes"] == list(NODES)
-    # dcgm, NVLink and 8 rails per node; each rail's server started before its client.
+    # dcgm, NVLink, 8 rails and a GPU sample per node; each rail's server started before
+    # its client.
     srun = [s for s in ctl.steps if s[0] == "srun"]
-    assert len(srun) == 4 * (1 + 1 + 8)
+    assert len(srun) == 4 * (1 + 1 + 8 + 1)
+    # The nodes' own steps side by side (DCGM and NVLink, one lane a node), the rails one
+    # by one, then the samples side by side.
+    assert ctl.waves == [list(NODES), list(NODES)]
     first = ctl.steps.index(next(s for s in ctl.steps if s[0] == "start"))
     assert ctl.steps[first + 1][-1] == ctl.steps[first][3].split("=")[1]
     assert ctl.steps[first + 2] == ("reap",)
@@ -125,8 +129,11 @@ def test_resume_continues_the_unfinished_run_at_its_level(spec: Path) -> None:
     ctl = Controller()
     outcome = _accept(spec, ctl, "full", resume=True)  # the level is the run's, not this one
     assert outcome.run.data["level"] == "quick"
+    # The wave of own steps the kill cut short runs again whole: its answers come back
+    # together, so none of its steps was judged (node01's DCGM included).
     dcgm = [s for s in ctl.steps if "dcgmi" in s]
-    assert [s[2] for s in dcgm] == ["--nodelist=node02", "--nodelist=node03", "--nodelist=node04"]
+    assert [s[2] for s in dcgm] == [f"--nodelist={n}" for n in NODES]
+    assert ctl.waves[0] == list(NODES)
     assert outcome.result.passed
 
 
@@ -193,10 +200,10 @@ def test_a_node_back_from_repair_returns_only_through_acceptance(spec: Path) -> 
         "scontrol", "update", "NodeName=node02", "State=DRAIN",
         f"Reason={repair}; failed its re-test: {still_slow.drained['node02']}",
     )  # fmt: skip
-    # DCGM and NVLink, of node02 only: a rail's test needs a partner among the nodes
-    # under test, and node02 is alone.
+    # DCGM, NVLink and a GPU sample, of node02 only: a rail's test needs a partner among
+    # the nodes under test, and node02 is alone.
     srun = [s for s in still_slow.steps if s[0] == "srun"]
-    assert len(srun) == 2 and all("--nodelist=node02" in s for s in srun)
+    assert len(srun) == 3 and all("--nodelist=node02" in s for s in srun)
     repaired = Controller(reasons=dict(reasons))
     assert resume(repaired) == ["resumed"]
     assert repaired.resumed == ["node02"] and repaired.drained == {}

@@ -234,6 +234,10 @@ def test_text_and_xml_give_the_same_dataclass(sample):
         "            Link Width\n"
         "                Max                       : 16x\n"
         "                Current                   : 16x\n"
+        "    Clocks Event Reasons\n"
+        "        Idle                              : Not Active\n"
+        "        HW Slowdown                       : Not Active\n"
+        "            HW Thermal Slowdown           : Not Active\n"
         "    FB Memory Usage\n"
         "        Total                             : 81920 MiB\n"
         "    ECC Mode\n"
@@ -529,3 +533,44 @@ def test_text_fabric_damaged_value_is_refused(sample, field, value, reason):
     text = with_fabric(sample(H100_TEXT), "\n".join(lines) + "\n")
     with pytest.raises(ParseFailure, match=reason):
         parse_nvidia_smi_text(text)
+
+
+# --- clock event reasons -----------------------------------------------------------------
+
+
+def test_xml_clock_events_v13_idle_gpu(sample):
+    # The A5000 capture's first GPU prints clocks_event_reason_gpu_idle Active and the
+    # other eight Not Active (lines 110-118).
+    report = parse_nvidia_smi_xml(sample(A5000_V13))
+    assert report.gpus[0].clock_events == ("gpu_idle",)
+
+
+def test_xml_clock_events_before_driver_535_are_throttle_reasons(sample):
+    # The T4 capture (driver 515) prints <clocks_throttle_reasons>, all nine Not Active.
+    report = parse_nvidia_smi_xml(sample(T4_V11))
+    assert report.gpus[0].clock_events == ()
+
+
+def test_text_clock_events_h100_power_brake(sample):
+    # The H100 capture prints "HW Slowdown : Active" and, under it, "HW Power Brake
+    # Slowdown : Active" for each of its eight GPUs (lines 87 and 89 for GPU 0).
+    report = parse_nvidia_smi_text(sample(H100_TEXT))
+    for gpu in report.gpus:
+        assert gpu.clock_events == ("hw_slowdown", "hw_power_brake_slowdown")
+
+
+def test_xml_clock_events_unknown_value_is_no_reading(sample):
+    text = sample(T4_V11).replace(
+        "<clocks_throttle_reason_hw_slowdown>Not Active<",
+        "<clocks_throttle_reason_hw_slowdown>Maybe<",
+    )
+    with pytest.raises(ParseFailure, match="hw_slowdown: 'Maybe'"):
+        parse_nvidia_smi_xml(text)
+
+
+def test_xml_without_clock_events_section_reads_none(sample):
+    text = sample(T4_V11)
+    start = text.index("<clocks_throttle_reasons>")
+    end = text.index("</clocks_throttle_reasons>") + len("</clocks_throttle_reasons>")
+    report = parse_nvidia_smi_xml(text[:start] + text[end:])
+    assert report.gpus[0].clock_events is None

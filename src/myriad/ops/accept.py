@@ -22,14 +22,18 @@ from myriad.node.parsers.nccl_tests import parse_nccl_tests
 from myriad.node.parsers.perftest import parse_perftest_bw
 from myriad.ops.accept_plan import (
     ACCEPT_PREFIX,
+    COUNTERS_AFTER,
+    COUNTERS_BEFORE,
     MPI_ARGS,
     NCCL_ARGS,
     Step,
     StepResult,
     judge,
+    judge_counters,
     rdma_argv,
     release_argv,
     reservation_argv,
+    waves,
 )
 from myriad.ops.accept_state import AcceptRun
 from myriad.plan.acceptance import ProfileFigures
@@ -43,6 +47,7 @@ __all__ = [
     "carry_out",
     "group_measure",
     "run_step",
+    "run_wave",
     "wait_for_server",
 ]
 
@@ -65,6 +70,11 @@ class Commands(Protocol):
         """Wait a little for a started command to end, then stop it."""
         ...
 
+    def run_lanes(self, lanes: Sequence[Sequence[Sequence[str]]]) -> list[list[tuple[int, str]]]:
+        """Run each lane's commands in order, the lanes side by side (each lane one node's
+        own steps); each command's `run` answer, lane by lane."""
+        ...
+
     def drain(self, node: str, reason: str) -> None: ...
 
     def resume(self, node: str) -> None: ...
@@ -85,12 +95,21 @@ class AcceptResult:
         return not self.elsewhere and all(reason is None for reason in self.verdicts.values())
 
 
-def _judged(step: Step, status: int, output: str) -> StepResult:
-    result = judge(step, output)
+def _judged(step: Step, status: int, output: str, run: AcceptRun) -> StepResult:
+    """The step judged; a node's counters from before its tests kept in the run, for its
+    counters after them to be judged against (a resumed run still has them)."""
+    node = step.nodes[0]
+    if step.test == COUNTERS_AFTER:
+        before = run.data.get("counters_before", {}).get(node)
+        result = judge_counters(step, before, output)
+    else:
+        result = judge(step, output)
+    if step.test == COUNTERS_BEFORE and status == 0 and result.passed:
+        run.data.setdefault("counters_before", {})[node] = output
     if status != 0 and result.passed:
         # A step that exited non-zero is no pass, whatever it printed first.
         reason = f"myriad-accept: {step.test} exited {status}"
-        return StepResult(step, False, result.measured_gbs, reason)
+        return StepResult(step, False, result.measured_gbs, reason, result.findings)
     return result
 
 
@@ -151,19 +170,53 @@ RETEST_INTERRUPTED = f"{ACCEPT_PREFIX}re-test interrupted: myriad accept --resum
 UNCLEARED = f"{ACCEPT_PREFIX}not cleared by the slow-node search: re-test with --level quick"
 
 
+def run_wave(commands: Commands, run: AcceptRun, wave: Sequence[Step]) -> None:
+    """The steps of `wave` that `run` has not judged, each node's in their order as one
+    lane, the lanes side by side (`Commands.run_lanes`); each judged and recorded."""
+    lanes: dict[str, list[Step]] = {}
+    for step in wave:
+        if not run.done(step):
+            lanes.setdefault(step.nodes[0], []).append(step)
+    if not lanes:
+        return
+    answers = commands.run_lanes([[step.argv for step in lane] for lane in lanes.values()])
+    for lane, answered in zip(lanes.values(), answers, strict=True):
+        for step, (status, output) in zip(lane, answered, strict=True):
+            run.record(_judged(step, status, output, run))
+
+
+def _run_all(
+    commands: Commands,
+    run: AcceptRun,
+    items: Iterable[Step | Sequence[Step]],
+    settle: Callable[[], None],
+) -> None:
+    for item in items:
+        if not isinstance(item, Step):
+            run_wave(commands, run, item)
+            continue
+        if run.done(item):
+            continue
+        status, output = run_step(commands, item.argv, item.server, settle)
+        run.record(_judged(item, status, output, run))
+
+
 def carry_out(
     commands: Commands,
     run: AcceptRun,
-    steps: Iterable[Step],
+    steps: Iterable[Step | Sequence[Step]],
     *,
     duration_s: int,
     retest: bool = False,
     search: SearchPlan | None = None,
     settle: Callable[[], None] = wait_for_server,
+    closing: Iterable[Step | Sequence[Step]] = (),
 ) -> AcceptResult:
     """Run the steps `run` has not judged yet (taken one at a time, so a burn-in's cycles
-    can be made as the clock goes) inside a reservation on its nodes, then (with
-    `search`) the slow-node search, then drain each failed node with its reason; with
+    can be made as the clock goes; a wave of own steps, `accept_plan.waves`, side by side
+    through `run_wave`) inside a reservation on its nodes, then (with
+    `search`) the slow-node search, then the `closing` steps (the port counters read after
+    the search's traffic too), then drain each failed node with its reason; with
     `retest` (`--nodes-from drained`), resume each node that passed. The reservation is
     released even when a step raises. `settle` waits for a server side to listen."""
     nodes = list(run.data["nodes"])
@@ -181,13 +234,10 @@ def carry_out(
                 commands.resume(node)
             run.data["retest_in_service"] = True
             run.save()
-        for step in steps:
-            if run.done(step):
-                continue
-            status, output = run_step(commands, step.argv, step.server, settle)
-            run.record(_judged(step, status, output))
+        _run_all(commands, run, steps, settle)
         if search is not None and not run.searched:
             run.record_search(_search(commands, run, search, settle))
+        _run_all(commands, run, closing, settle)
     except BaseException:
         # Out of service again until the re-test goes on (`--resume` brings them back in);
         # a run killed outright keeps them in its reservation, which `--resume` finds.
@@ -221,11 +271,13 @@ def burn_in_steps(
     cycle: Callable[[int], Sequence[Step]],
     duration_s: int,
     clock: Callable[[], float] = time.time,
-) -> Iterator[Step]:
+) -> Iterator[Step | tuple[Step, ...]]:
     """The burn-in's cycles (`accept_plan.burn_in_cycle`), one after another until
     `duration_s` has passed since the first began: at least one, and a cycle begun is run to
     its end. The start is kept in the run (wall-clock time, so a resumed run counts the time
-    already spent) and judged cycles are skipped."""
+    already spent) and judged cycles are skipped. Each cycle comes as its `waves`: every
+    node's stress at once, the leaf groups' all_reduce one by one, every node's sample at
+    once."""
     if "burn_in_started" not in run.data:
         run.data["burn_in_started"] = clock()
         run.save()
@@ -237,7 +289,7 @@ def burn_in_steps(
         if not all(done):
             if not any(done) and number > 0 and clock() - started >= duration_s:
                 return
-            yield from steps
+            yield from waves(steps)
         number += 1
 
 

@@ -34,6 +34,7 @@ from myriad.ops.accept import (
     wait_for_server,
 )
 from myriad.ops.accept_plan import (
+    COUNTERS_AFTER,
     Level,
     NodesFrom,
     Step,
@@ -41,6 +42,7 @@ from myriad.ops.accept_plan import (
     node_steps,
     reservation_name,
     select_nodes,
+    waves,
 )
 from myriad.ops.accept_state import AcceptRun, summary_rows, unfinished
 from myriad.ops.slurm import Slurm, controller_command
@@ -127,11 +129,113 @@ class SlurmCommands:
                 handle.kill()
                 handle.wait()
 
+    def run_lanes(self, lanes: Sequence[Sequence[Sequence[str]]]) -> list[list[tuple[int, str]]]:
+        """The lanes side by side on the controller, by one shell there (`lanes_script`),
+        so one connection starts every node's srun, not one ssh login each (sshd's
+        MaxStartups refuses logins past 10 at once by default, sshd_config(5)). Each
+        command's answer as `run` gives it: its status, its stdout, and its stderr after
+        it when the status is not 0."""
+        if not lanes:
+            return []
+        script = lanes_script(lanes, self.step_timeout_s)
+        command = self._command(["sh", "-s"])
+        if command[:2] == ["docker", "exec"]:
+            command.insert(2, "-i")  # the script comes on standard input
+        longest = max(len(lane) for lane in lanes)
+        try:
+            done = subprocess.run(
+                command,
+                input=script.encode(),
+                capture_output=True,
+                timeout=self.step_timeout_s * longest + self.reap_wait_s * 6,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            message = f"timed out after {self.step_timeout_s:g} s a step"
+            return [[(TIMED_OUT, message) for _ in lane] for lane in lanes]
+        except OSError as exc:
+            raise OpsError(
+                f"could not reach the controller ({shlex.join(command)}): {exc}"
+            ) from exc
+        answers = read_lanes(done.stdout, lanes)
+        if answers is None:
+            detail = done.stderr.decode(errors="replace").strip()
+            raise OpsError(f"the controller ran no lanes (exit {done.returncode}): {detail}")
+        return answers
+
     def drain(self, node: str, reason: str) -> None:
         self.slurm.drain([node], reason)
 
     def resume(self, node: str) -> None:
         self.slurm.resume([node])
+
+
+LANE_MARK = "myriad-step"
+
+
+def lanes_script(lanes: Sequence[Sequence[Sequence[str]]], step_timeout_s: float) -> str:
+    """A POSIX shell script for the controller: each lane a subshell in the background that
+    runs its commands in order, each under timeout(1), reading nothing (the script itself
+    comes on standard input, which srun would pass on to its task) and writing files of its
+    own in a scratch folder; `wait` for them all; then each command's record, lane by lane,
+    as a line `myriad-step LANE.STEP STATUS OUT_BYTES ERR_BYTES` followed by its stdout and
+    stderr, byte counts exact so any output reads back whole (`read_lanes`). srun run
+    outside an allocation makes one of its own (srun(1), Slurm 22.05: "If necessary, srun
+    will first create a resource allocation"), so each lane's steps are jobs of their own in
+    the reservation, each on its one node, all running at once."""
+    limit = max(1, int(step_timeout_s))
+    body = ["set -u", "d=$(mktemp -d) || exit 97", "trap 'rm -rf \"$d\"' EXIT"]
+    keys: list[str] = []
+    for i, lane in enumerate(lanes):
+        runs = []
+        for j, argv in enumerate(lane):
+            key = f"{i}.{j}"
+            keys.append(key)
+            runs.append(
+                f'timeout {limit} {shlex.join(argv)} </dev/null >"$d/{key}.out" 2>"$d/{key}.err"; '
+                f'echo $? >"$d/{key}.rc"'
+            )
+        body.append("( " + "; ".join(runs) + " ) &")
+    body.append("wait")
+    body.append(f"for k in {' '.join(keys)}; do")
+    body.append(
+        f'  printf "{LANE_MARK} %s %s %s %s\\n" "$k" "$(cat "$d/$k.rc" 2>/dev/null || echo 255)" '
+        '"$(wc -c <"$d/$k.out")" "$(wc -c <"$d/$k.err")"'
+    )
+    body.append('  cat "$d/$k.out" "$d/$k.err"')
+    body.append("done")
+    return "\n".join(body) + "\n"
+
+
+def read_lanes(
+    data: bytes, lanes: Sequence[Sequence[Sequence[str]]]
+) -> list[list[tuple[int, str]]] | None:
+    """`lanes_script`'s records back into `run`'s answers; None where a record is missing
+    or damaged (the script did not run to its end)."""
+    answers: list[list[tuple[int, str]]] = [[] for _ in lanes]
+    at = 0
+    for i, lane in enumerate(lanes):
+        for j in range(len(lane)):
+            end = data.find(b"\n", at)
+            if end < 0:
+                return None
+            fields = data[at:end].decode(errors="replace").split()
+            if len(fields) != 5 or fields[:2] != [LANE_MARK, f"{i}.{j}"]:
+                return None
+            try:
+                status, out_bytes, err_bytes = (int(field) for field in fields[2:])
+            except ValueError:
+                return None
+            out = data[end + 1 : end + 1 + out_bytes]
+            err = data[end + 1 + out_bytes : end + 1 + out_bytes + err_bytes]
+            if len(out) != out_bytes or len(err) != err_bytes:
+                return None
+            at = end + 1 + out_bytes + err_bytes
+            text = out.decode(errors="replace")
+            if status != 0 and err:
+                text += err.decode(errors="replace")
+            answers[i].append((status, text))
+    return answers
 
 
 @dataclass(frozen=True, slots=True)
@@ -266,9 +370,16 @@ def accept(
         fig = figures[profile]
         devices = _devices(cluster, profile) if fig.rdma_port is not None else ()
         reservation = str(run.data["reservation"])
-        steps: Iterable[Step] = node_steps(
-            run_level, nodes, topo, figures, spec.accept, reservation, devices
+        # Port counters where the fabric has them: node health skips Ethernet and EFA for
+        # the same reason (node/checks/counters.py).
+        counted = devices if spec.network.fabric in ("infiniband", "roce") else ()
+        planned = node_steps(
+            run_level, nodes, topo, figures, spec.accept, reservation, devices, counted
         )
+        # With a search, the counters are read again after it: its group tests carry the
+        # most traffic across the fabric.
+        last = [s for s in planned if s.test == COUNTERS_AFTER and run_level != "quick"]
+        steps: Iterable[Step | tuple[Step, ...]] = waves([s for s in planned if s not in last])
         if run_level == "burn-in":
             cycle = partial(burn_in_cycle, nodes=nodes, topo=topo, figures=figures,
                             accept=spec.accept, reservation=reservation)  # fmt: skip
@@ -284,6 +395,7 @@ def accept(
             retest=bool(run.data.get("retest")),
             search=search,
             settle=settle or wait_for_server,
+            closing=waves(last),
         )
     return AcceptOutcome(spec.metadata.name, run, result)
 

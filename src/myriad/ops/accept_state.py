@@ -86,6 +86,7 @@ class AcceptRun:
             "gate_gbs": step.expected.gate_gbs if step.expected else None,
             "source": step.expected.source if step.expected else None,
             "reason": result.reason,
+            "findings": list(result.findings),
             "drains": not step.group,
         }
         self.save()
@@ -194,18 +195,20 @@ def unfinished(runs: Path) -> Path | None:
 
 def summary_rows(run: AcceptRun) -> list[dict[str, Any]]:
     """One row per judged step, failures first, then by node and test: what a summary table
-    and `--json` show (test, node, expected, measured, ratio, passed, reason)."""
+    and `--json` show (test, node, expected, measured, ratio, passed, reason, findings)."""
     rows = []
     for record in run.data["steps"].values():
         expected, measured = record["expected_gbs"], record["measured_gbs"]
         ratio = measured / expected if expected and measured is not None else None
-        rows.append({**record, "node": record["nodes"][0], "ratio": ratio})
+        findings = record.get("findings", [])  # runs recorded before findings were kept
+        rows.append({**record, "node": record["nodes"][0], "ratio": ratio, "findings": findings})
     return sorted(rows, key=lambda r: (r["passed"], r["node"], r["test"]))
 
 
 def to_junit(run: AcceptRun, cluster: str) -> str:
     """The run as JUnit XML, a suite per node and a case per test, as `validate --junit`
-    writes (validate/report.py): a failed test's message is its drain reason."""
+    writes (validate/report.py): a failed test's message is its drain reason, its text the
+    expected and measured figures, or each fail-slow finding on a line of its own."""
     by_node: dict[str, list[dict[str, Any]]] = {node: [] for node in run.data["nodes"]}
     for row in summary_rows(run):
         by_node.setdefault(row["node"], []).append(row)
@@ -237,8 +240,12 @@ def to_junit(run: AcceptRun, cluster: str) -> str:
                     case, "failure", {"message": row["reason"] or "", "type": row["test"]}
                 )
                 failure.text = (
-                    f"expected: {row['expected_gbs']} GB/s (gate {row['gate_gbs']}, "
-                    f"{row['source']})\nmeasured: {row['measured_gbs']} GB/s"
+                    "\n".join(row["findings"])
+                    if row["findings"]
+                    else (
+                        f"expected: {row['expected_gbs']} GB/s (gate {row['gate_gbs']}, "
+                        f"{row['source']})\nmeasured: {row['measured_gbs']} GB/s"
+                    )
                 )
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

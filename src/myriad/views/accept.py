@@ -34,6 +34,9 @@ def print_accept(console: Console, outcome: AcceptOutcome) -> None:
             style="" if row["passed"] else "red",
         )
     console.print(table)
+    for row in summary_rows(outcome.run):
+        for finding in row["findings"]:
+            console.print(f"{row['node']} {row['test']}: {finding}", markup=False, soft_wrap=True)
     search = outcome.run.data.get("search")
     if search:
         console.print(

@@ -95,6 +95,11 @@ class Gpu:
     # Response Flags"), kept as printed. None where the driver does not report it.
     recovery_action: str | None = None
     fabric: GpuFabric = GpuFabric()
+    # The clock event reasons ("clocks throttle reasons" before driver 535) printed Active,
+    # by the XML's name less its prefix ("hw_power_brake_slowdown"), in the order printed;
+    # None where the driver printed no such section. NVML's nvmlClocksEventReasons says what
+    # each means (docs.nvidia.com/deploy/nvml-api, group nvmlClocksEventReasons).
+    clock_events: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -347,6 +352,46 @@ def _xml_retired_pending(gpu: ET.Element) -> bool | None:
     return _yes_no(TOOL_XML, value, "retired_pages pending")
 
 
+# `nvidia-smi -q`'s names for the reasons, as the XML names them.
+_TEXT_CLOCK_EVENTS = {
+    "Idle": "gpu_idle",
+    "Applications Clocks Setting": "applications_clocks_setting",
+    "SW Power Cap": "sw_power_cap",
+    "HW Slowdown": "hw_slowdown",
+    "HW Thermal Slowdown": "hw_thermal_slowdown",
+    "HW Power Brake Slowdown": "hw_power_brake_slowdown",
+    "Sync Boost": "sync_boost",
+    "SW Thermal Slowdown": "sw_thermal_slowdown",
+    "Display Clock Setting": "display_clocks_setting",
+}
+
+
+def _active_events(tool: str, reasons: list[tuple[str, str]]) -> tuple[str, ...]:
+    """The reasons printed Active; N/A (a reason the GPU does not report) is left out, and
+    any other value is no reading of the section."""
+    active = []
+    for name, value in reasons:
+        if value == "Active":
+            active.append(name)
+        elif value != "Not Active" and not _unavailable(value):
+            raise ParseFailure(tool, f"clock event reason {name}: {value!r}, not Active")
+    return tuple(active)
+
+
+def _xml_clock_events(gpu: ET.Element) -> tuple[str, ...] | None:
+    for section, prefix in (
+        ("clocks_event_reasons", "clocks_event_reason_"),
+        ("clocks_throttle_reasons", "clocks_throttle_reason_"),  # drivers before 535
+    ):
+        found = gpu.find(section)
+        if found is not None:
+            reasons = [
+                (child.tag.removeprefix(prefix), (child.text or "").strip()) for child in found
+            ]
+            return _active_events(TOOL_XML, reasons)
+    return None
+
+
 def _xml_gpu(index: int, gpu: ET.Element) -> Gpu:
     t = TOOL_XML
     link = "pci/pci_gpu_link_info/"
@@ -384,6 +429,7 @@ def _xml_gpu(index: int, gpu: ET.Element) -> Gpu:
             _text(gpu, "fabric/clusterUuid"),
             _text(gpu, "fabric/health/summary"),
         ),
+        clock_events=_xml_clock_events(gpu),
     )
 
 
@@ -497,7 +543,20 @@ def _text_gpu(index: int, bus_id: str, fields: dict[_Path, str]) -> Gpu:
             get("Fabric", "ClusterUUID"),
             get("Fabric", "Health", "Summary"),
         ),
+        clock_events=_text_clock_events(fields),
     )
+
+
+def _text_clock_events(fields: dict[_Path, str]) -> tuple[str, ...] | None:
+    for section in ("Clocks Event Reasons", "Clocks Throttle Reasons"):
+        reasons = [
+            (_TEXT_CLOCK_EVENTS.get(path[-1], path[-1]), value)
+            for path, value in fields.items()
+            if len(path) == 2 and path[0] == section
+        ]
+        if reasons:
+            return _active_events(TOOL_TEXT, reasons)
+    return None
 
 
 @guarded(TOOL_TEXT)
