@@ -89,3 +89,14 @@ def test_summary_puts_failures_first_and_junit_names_the_reason(tmp_path: Path) 
     assert failure is not None and failure.get("message") == reason
     assert "measured: 300.0 GB/s" in (failure.text or "")
     assert root.find("testsuite[@name='n2']/testcase/failure") is None
+
+
+def test_junit_gives_the_reason_where_a_failed_test_has_no_figure(tmp_path: Path) -> None:
+    """A DCGM failure or output that could not be read has no GB/s to show: its text is the
+    reason, not `expected: None GB/s`."""
+    run = AcceptRun.create(tmp_path, "quick", ["n1"], "r", at=AT)
+    reason = "myriad-accept: dcgm diag could not read: dcgmi diag: no JSON document"
+    run.record(StepResult(DIAG1, False, None, reason))
+    root = ET.fromstring(to_junit(run, "lab").split("\n", 1)[1])
+    failure = root.find("testsuite[@name='n1']/testcase[@name='dcgm diag']/failure")
+    assert failure is not None and failure.text == reason

@@ -208,7 +208,8 @@ def summary_rows(run: AcceptRun) -> list[dict[str, Any]]:
 def to_junit(run: AcceptRun, cluster: str) -> str:
     """The run as JUnit XML, a suite per node and a case per test, as `validate --junit`
     writes (validate/report.py): a failed test's message is its drain reason, its text the
-    expected and measured figures, or each fail-slow finding on a line of its own."""
+    expected and measured figures, each fail-slow finding on a line of its own, or, for a test
+    with no figure (DCGM, output that could not be read), the reason again."""
     by_node: dict[str, list[dict[str, Any]]] = {node: [] for node in run.data["nodes"]}
     for row in summary_rows(run):
         by_node.setdefault(row["node"], []).append(row)
@@ -239,13 +240,17 @@ def to_junit(run: AcceptRun, cluster: str) -> str:
                 failure = ET.SubElement(
                     case, "failure", {"message": row["reason"] or "", "type": row["test"]}
                 )
-                failure.text = (
-                    "\n".join(row["findings"])
-                    if row["findings"]
-                    else (
-                        f"expected: {row['expected_gbs']} GB/s (gate {row['gate_gbs']}, "
-                        f"{row['source']})\nmeasured: {row['measured_gbs']} GB/s"
-                    )
-                )
+                failure.text = _failure_text(row)
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def _failure_text(row: dict[str, Any]) -> str:
+    if row["findings"]:
+        return "\n".join(row["findings"])
+    if row["expected_gbs"] is None:
+        return str(row["reason"] or "")
+    return (
+        f"expected: {row['expected_gbs']} GB/s (gate {row['gate_gbs']}, {row['source']})\n"
+        f"measured: {row['measured_gbs']} GB/s"
+    )
