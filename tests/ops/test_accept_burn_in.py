@@ -13,7 +13,7 @@ from accept_fakes import NODES, Controller, gpu_sample
 from accept_stubs import gpu_twin_spec, nccl_output
 from myriad.ops.accept import burn_in_steps, carry_out
 from myriad.ops.accept_cluster import accept
-from myriad.ops.accept_plan import Step, burn_in_cycle, judge
+from myriad.ops.accept_plan import Step, burn_in_cycle, held_open, judge
 from myriad.ops.accept_state import AcceptRun
 from myriad.plan.acceptance import Expected, ProfileFigures
 from myriad.plan.slow_nodes import AcceptNode, AcceptTopology
@@ -46,7 +46,7 @@ def test_a_cycle_stresses_every_node_loads_each_leaf_and_samples_after() -> None
     ring = steps[4]
     assert ring.group and ring.expected == RING and "--nodes=3" in ring.argv
     assert "--mpi=pmix" in ring.argv and "--mpi=pmix" not in steps[0].argv
-    assert steps[-1].argv[-3:] == ("nvidia-smi", "-q", "-x")
+    assert steps[-1].argv[-3:] == held_open("nvidia-smi -q -x")
 
 
 def test_the_gpu_sample_fails_a_narrow_link_and_reads_damage_as_failure() -> None:

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import subprocess
+import time
+
 import pytest
 
 from accept_stubs import dcgm_output, ib_write_bw_output, nccl_output
 from myriad.ops.accept_plan import (
+    IO_DRAIN_S,
     Step,
     drain_reason,
+    held_open,
     is_accept_drain,
     judge,
     node_steps,
@@ -69,7 +74,7 @@ def test_quick_runs_dcgm_nvlink_and_every_rail_to_a_leaf_partner() -> None:
     assert [s.expected for s in steps if s.nodes[0] == "n1"] == [None, NVLINK, RDMA, RDMA, None]
     assert steps[-1].argv == (
         "srun", "--reservation=r", "--nodelist=n5", "--nodes=1", "--ntasks-per-node=1",
-        "nvidia-smi", "-q", "-x",
+        "sh", "-c", "nvidia-smi -q -x; s=$?; sleep 1; exit $s",
     )  # fmt: skip
     rail1 = [s.argv for s in steps if s.nodes[0] == "n1" and s.test == "rdma rail 1"]
     assert rail1 == [
@@ -219,3 +224,14 @@ def test_reservation_commands() -> None:
     )  # fmt: skip
     assert reservation_argv("r", ["n1"], 1)[6] == "Duration=1"
     assert release_argv("r") == ("scontrol", "delete", "ReservationName=r")
+
+
+def test_a_held_open_shell_keeps_the_output_and_the_status_and_waits_before_it_exits() -> None:
+    """`held_open` for real in sh: what the command printed, its exit status, and the wait
+    that lets slurmstepd forward the tail (see IO_DRAIN_S)."""
+    started = time.monotonic()
+    done = subprocess.run(
+        list(held_open("printf 'a\\nb'; false")), capture_output=True, text=True, check=False
+    )
+    assert (done.stdout, done.returncode) == ("a\nb", 1)
+    assert time.monotonic() - started >= IO_DRAIN_S

@@ -64,6 +64,7 @@ __all__ = [
     "drain_reason",
     "gpu_sample_problems",
     "gpu_sample_step",
+    "held_open",
     "is_accept_drain",
     "judge",
     "judge_counters",
@@ -319,9 +320,24 @@ def judge_counters(step: Step, before: str | None, after: str) -> StepResult:
     return StepResult(step, not problems, None, reason, tuple(problems))
 
 
+# Seconds a step's shell waits after a large output before it exits. On the twin's Slurm
+# 22.05 the tail of an 8-GPU `nvidia-smi -q -x` (176 KB) was lost in about 6 of 40 steps
+# whose task exited right after writing it (srun's own output, `-u` and `--output` alike);
+# with the task kept a moment longer it arrived whole every time. slurmstepd closes a step's
+# IO once its tasks have exited (mgr.c `_wait_for_io` -> io.c `io_close_all`, tag
+# slurm-22-05-8-1). Output cut short still fails its test as `could not read`.
+IO_DRAIN_S = 1
+
+
+def held_open(command: str) -> tuple[str, ...]:
+    """`command` in a shell that waits `IO_DRAIN_S` before exiting with its status."""
+    return ("sh", "-c", f"{command}; s=$?; sleep {IO_DRAIN_S}; exit $s")
+
+
 def gpu_sample_step(test: str, node: str, reservation: str) -> Step:
-    """`nvidia-smi -q -x` on `node`, judged by `gpu_sample_problems`."""
-    argv = _srun(reservation, (node,), 0, ("nvidia-smi", "-q", "-x"))
+    """`nvidia-smi -q -x` on `node`, judged by `gpu_sample_problems`; some 20 KB a GPU, so
+    the shell is held open (`held_open`)."""
+    argv = _srun(reservation, (node,), 0, held_open("nvidia-smi -q -x"))
     return Step(test, (node,), argv, None)
 
 
@@ -362,13 +378,14 @@ def sampled_diag(level: int, every_s: float = BURN_IN_SAMPLE_S) -> tuple[str, ..
     a background job of a non-interactive shell ignores SIGINT (POSIX, "Asynchronous
     Lists"), so `nvidia-smi -l`'s own loop, which Ctrl+C ends, could not be stopped that way
     (the test of this shell found it), and a process killed mid-write could lose the rows it
-    buffered. Each call prints its header; the parser skips the repeats."""
+    buffered. Each call prints its header; the parser skips the repeats. An hour's rows run
+    to hundreds of KB, so the shell waits `IO_DRAIN_S` before it exits (`held_open`)."""
     query = f"nvidia-smi --query-gpu={','.join(BURN_IN_FIELDS)} --format=csv"
     script = (
         "f=$(mktemp) || exit 97; "
         f'(while [ ! -e "$f.stop" ]; do {query} >>"$f" 2>&1; sleep {every_s:g}; done) & p=$!; '
         f'dcgmi diag -r {level} -j; rc=$?; touch "$f.stop"; wait "$p"; '
-        f'echo {SAMPLES_MARK}; cat "$f"; rm -f "$f" "$f.stop"; exit "$rc"'
+        f'echo {SAMPLES_MARK}; cat "$f"; rm -f "$f" "$f.stop"; sleep {IO_DRAIN_S}; exit "$rc"'
     )
     return ("sh", "-c", script)
 
