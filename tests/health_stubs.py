@@ -57,6 +57,16 @@ def gpu_xml(count: int) -> str:
     return head + "".join(gpus) + text[end:]
 
 
+def ecc_off_xml(count: int, index: int) -> str:
+    """`gpu_xml(count)` with GPU `index`'s ECC off now and on after the next reset (current
+    Disabled, pending Enabled): what `nvidia-smi -e 1` leaves until a GPU reset applies it."""
+    head, *gpus = gpu_xml(count).split("    <gpu id=")
+    on = "<current_ecc>Enabled</current_ecc>"
+    assert gpus[index].count(on) == 1
+    gpus[index] = gpus[index].replace(on, "<current_ecc>Disabled</current_ecc>")
+    return "    <gpu id=".join([head, *gpus])
+
+
 # A GB200 tray's fabric values as gpud printed them from NVML (leptonai/gpud pull request
 # #1106): Completed, Success, clique 4026 of one cluster, health summary Not Supported.
 GB200_CLIQUE, GB200_CLUSTER = 4026, "9c6f5af3-53bf-49b5-a436-b66766c413c3"
@@ -92,23 +102,53 @@ def fabric_xml(
 # A fault written here outlives nothing: /run is emptied at a (container's) reboot, as a GPU
 # that fell off the bus is back on it after a real one.
 FAULT_XML = "/run/myriad-health-test/nvidia-smi.xml"
+# One process id a line, as `nvidia-smi --query-compute-apps=pid --format=csv,noheader` prints
+# them: while this file has any, the GPUs are in use (a job's process, or another client).
+GPU_PROCESSES = "/run/myriad-health-test/gpu-processes"
+# What nvidia-smi says, exit 255, when a process holds a GPU it is asked to reset (NVIDIA/
+# NVSentinel issue #1690, driver output quoted there; the same text in NVIDIA/gpu-operator
+# issue #118). nvidia-smi(1), -r/--gpu-reset: root only, and no application may be using
+# the devices (manpages.ubuntu.com, nvidia-utils-530 530.41.03).
+RESET_REFUSED = (
+    "The following GPUs could not be reset:\n  GPU {bus}: In use by another client\n\n"
+    "1 device is currently being used by one or more other processes (e.g., Fabric Manager, "
+    "CUDA application, graphics application such as an X server, or a monitoring application "
+    "such as another instance of nvidia-smi). Please first kill all processes using this "
+    "device and all compute applications running in the system."
+)
 
 
 def nvidia_smi_script(
-    xml_file: str, nvlink_file: str | None = None, *, calls_file: str | None = None
+    xml_file: str,
+    nvlink_file: str | None = None,
+    *,
+    calls_file: str | None = None,
+    fault_file: str = FAULT_XML,
+    processes_file: str = GPU_PROCESSES,
 ) -> str:
-    """A stub `nvidia-smi` that prints the file for `-q -x` (FAULT_XML instead while it
-    exists), `nvlink --status`, no compute process for `--query-compute-apps`, and answers a
-    GPU reset (`-r`) as the real one does, noting each call in `calls_file`."""
+    """A stub `nvidia-smi` that prints the file for `-q -x` (`fault_file` instead while it
+    exists), `nvlink --status`, the process ids in `processes_file` for
+    `--query-compute-apps`, and answers a GPU reset (`-r`, every GPU) as the real one does:
+    refused, exit 255, while a process holds a GPU; else each GPU "successfully reset" and
+    the fault state gone (a reset applies what is pending, and the pending state is the
+    healthy file). Each `--query-compute-apps` and `-r` is noted in `calls_file`."""
     nvlink = f'    nvlink) cat "{nvlink_file}" ;;\n' if nvlink_file else ""
     note = f'echo "$*" >> "{calls_file}"; ' if calls_file else ""
+    refused = RESET_REFUSED.replace("{bus}", "$first")
+    buses = f'sed -n \'s/.*<gpu id="\\([^"]*\\)".*/\\1/p\' "{xml_file}"'
     return (
         "#!/bin/sh\n# Test stub: answers from captures (tests/health_stubs.py).\n"
         'case "$1" in\n'
-        f'    -q) if [ -s "{FAULT_XML}" ]; then cat "{FAULT_XML}"; else cat "{xml_file}"; fi ;;\n'
+        f'    -q) if [ -s "{fault_file}" ]; then cat "{fault_file}"; else cat "{xml_file}"; fi ;;\n'
         f"{nvlink}"
-        f"    --query-compute-apps=*) {note}: ;;\n"
-        f'    -r) {note}echo "All done." ;;\n'
+        f'    --query-compute-apps=*) {note}cat "{processes_file}" 2>/dev/null || : ;;\n'
+        f"    -r) {note.rstrip()}\n"
+        f'        if [ -s "{processes_file}" ]; then\n'
+        f"            first=$({buses} | head -n 1)\n"
+        f'            printf "%b\\n" "{refused}" >&2; exit 255\n'
+        "        fi\n"
+        f'        rm -f "{fault_file}"\n'
+        f'        for bus in $({buses}); do echo "GPU $bus was successfully reset."; done ;;\n'
         '    *) echo "stub nvidia-smi: $*" >&2; exit 2 ;;\n'
         "esac\n"
     )

@@ -250,8 +250,10 @@ def test_the_ladder_over_a_nodes_life(amap: ActionMap) -> None:
     seen = []
     for step in range(4):
         now = NOW + step * 3600
+        # needs-hardware drains the node with remediation's own reason, and it stays so.
+        by = "myriad-remedy" if step == 3 else "myriad-health"
         (d,) = decide(
-            [drained("gpu01", RESET, since=now - 60)], history, policy(), amap, now
+            [drained("gpu01", RESET, since=now - 60, drained_by=by)], history, policy(), amap, now
         ).decisions
         seen.append((d.action, d.status))
         if d.status == "act":
@@ -264,6 +266,21 @@ def test_the_ladder_over_a_nodes_life(amap: ActionMap) -> None:
         ("needs-hardware", "act"),
         ("needs-hardware", "wait"),  # the hook fired once; no loop
     ]
+
+
+def test_a_node_back_from_repair_that_fails_anew_is_sent_again(amap: ActionMap) -> None:
+    """`myriad resume` returned it after its repair (only an acceptance run lifts
+    remediation's drain); node health drained it again an hour later. The hook fired for the
+    last repair, which is over: this failure is sent for repair anew, not left waiting."""
+    history = [record("gpu01", "needs-hardware", "succeeded", ago=3 * 3600)]
+    (d,) = decide([drained("gpu01", XID79)], history, policy(), amap, NOW).decisions
+    assert (d.action, d.status, d.escalated_from) == ("needs-hardware", "act", "needs-hardware")
+    assert "failed again within 86400 s of needs-hardware" in d.reason, d.reason
+    # Still held with remediation's reason: the repair is still awaited, the hook not again.
+    (held,) = decide(
+        [drained("gpu01", XID79, drained_by="myriad-remedy")], history, policy(), amap, NOW
+    ).decisions
+    assert (held.action, held.status) == ("needs-hardware", "wait")
 
 
 def test_outside_the_window_the_same_action_again(amap: ActionMap) -> None:

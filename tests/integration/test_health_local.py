@@ -45,7 +45,9 @@ import yaml
 from accept_stubs import dcgm_output, ib_write_bw_output, nccl_output, standin_script
 from health_stubs import (
     FAULT_XML,
+    GPU_PROCESSES,
     TWIN_MODULE_FILE,
+    ecc_off_xml,
     gpu_xml,
     h100_spec,
     infiniband_tree,
@@ -189,7 +191,12 @@ def cluster(docker_available: None, tmp_path_factory: pytest.TempPathFactory) ->
     hook.write_text(f"#!/bin/sh\ncat >> {state / HOOK_PAYLOADS}\necho >> {state / HOOK_PAYLOADS}\n")
     hook.chmod(0o755)
     policy = {**HEALTH, "remediation": {**REMEDIATION, "hook": str(hook)}}
-    spec_path.write_text(yaml.safe_dump(h100_spec(name, free_subnet(), policy), sort_keys=False))
+    document = h100_spec(name, free_subnet(), policy)
+    # One compute node a rack: a node draws 6.25 kW (8 x 700 W GPUs and the rest, as the plan
+    # counts it), floor(10 / 6.25) = 1. Two nodes failing together are then two racks' single
+    # failures, which the breaker stops, not one whole rack drained as a unit.
+    document["facility"] = {"rack_kw": 10.0}
+    spec_path.write_text(yaml.safe_dump(document, sort_keys=False))
     spec = load_spec(spec_path).spec
     made = Cluster(name, spec_path, state)
     assert made.container("node02") == container_name(spec, "node02")
@@ -620,3 +627,202 @@ def test_accept_finds_the_slow_node_through_slurm_drains_and_readmits_it(cluster
     )  # fmt: skip
     assert again.returncode == 0, again.stdout[-4000:] + again.stderr[-3000:]
     cluster.wait("node02 back in service", lambda: cluster.slurm("node02") == (False, ""), 60)
+
+
+def remedy_pass(cluster: Cluster) -> tuple[int, dict[str, Any]]:
+    """One `myriad remedy --json` pass: its exit status and its document."""
+    done = myriad("remedy", str(cluster.spec), "--json", state=cluster.state, timeout=600)
+    assert done.returncode in (0, 1), done.stdout[-4000:] + done.stderr[-3000:]
+    result: dict[str, Any] = json.loads(done.stdout)
+    return done.returncode, result
+
+
+def hook_heard(cluster: Cluster) -> str:
+    path = cluster.state / HOOK_PAYLOADS
+    return path.read_text() if path.exists() else ""
+
+
+def remedy_metrics(cluster: Cluster) -> str:
+    return (cluster.state / cluster.name / "remediation.prom").read_text()
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_the_breaker_stops_remediation_when_both_nodes_fail_together(cluster: Cluster) -> None:
+    """Issue #29 on the twin: more nodes failing together than health.remediation.breaker_nodes
+    (2 here) stop every automatic action, and the pass says why; a job runs on to its end.
+
+    Real: node health's drains, `myriad remedy`'s gathering, decision and metrics, Slurm.
+    Stand-in: both nodes' nvidia-smi report 7 of 8 GPUs from /run (the first test's fault)."""
+    for node in ("node01", "node02"):
+        if cluster.record(node).drained:
+            cluster.run("ctl01", "scontrol", "update", f"NodeName={node}", "State=RESUME")
+        cluster.wait(f"{node} idle", lambda n=node: cluster.slurm(n) == (False, ""), 60)
+    started = {n: cluster.record(n).fields["SlurmdStartTime"] for n in ("node01", "node02")}
+    logged, heard = action_log(cluster), hook_heard(cluster)
+    job = cluster.run(
+        "ctl01", "sbatch", "--parsable", "-w", "node01", "-o", "/dev/null", "--wrap", "sleep 45"
+    ).strip()
+    cluster.wait(
+        "the job running on node01",
+        lambda: "JobState=RUNNING" in cluster.run("ctl01", "scontrol", "show", "job", job),
+        30,
+    )
+    try:
+        _both_fail_and_the_breaker_holds(cluster, logged, heard)
+    finally:
+        for node in ("node01", "node02"):
+            cluster.run(node, "rm", "-f", FAULT_XML)
+
+    # The fault cleared on both: node health resumes them, unrebooted; the job ran to its end.
+    for node in ("node01", "node02"):
+        cluster.wait(
+            f"{node} resumed", lambda n=node: cluster.slurm(n) == (False, ""), 3 * INTERVAL_S
+        )
+    cluster.wait(
+        "the job on node01 done",
+        lambda: "JobState=COMPLETED" in cluster.run("ctl01", "scontrol", "show", "job", job),
+        60,
+    )
+    assert {n: cluster.record(n).fields["SlurmdStartTime"] for n in started} == started
+    status, result = remedy_pass(cluster)
+    assert status == 0 and not result["plan"]["breaker"]["tripped"], result["plan"]
+    assert "myriad_remediation_breaker_tripped 0\n" in remedy_metrics(cluster)
+
+
+def _both_fail_and_the_breaker_holds(
+    cluster: Cluster, logged: list[tuple[str, str, str]], heard: str
+) -> None:
+    reason = "myriad-health: gpu.count expected 8, found 7"
+    for node in ("node01", "node02"):
+        cluster.run(node, "mkdir", "-p", os.path.dirname(FAULT_XML))
+        cluster.write(node, FAULT_XML, gpu_xml(7))
+    for node in ("node01", "node02"):
+        cluster.wait(
+            f"{node} drained for a missing GPU",
+            lambda n=node: cluster.slurm(n) == (True, reason),
+            3 * INTERVAL_S,
+        )
+
+    status, result = remedy_pass(cluster)
+    assert status == 1  # a person should look
+    breaker = result["plan"]["breaker"]
+    assert (breaker["tripped"], breaker["failing"], breaker["threshold"]) == (True, 2, 2)
+    assert breaker["reason"].startswith(
+        "2 nodes began failing within 900 s (health.remediation.breaker_nodes 2): a fault "
+        "shared by many nodes"
+    ), breaker["reason"]
+    decisions = {d["node"]: d for d in result["plan"]["decisions"]}
+    # node02 would be rebooted, or sent for repair again when the earlier test's repair is in
+    # its log (that repair is over), but the breaker holds it; node01 waits for its job
+    # first, and nothing acts on it either.
+    repaired = ("node02", "needs-hardware", "succeeded") in logged
+    assert (decisions["node02"]["action"], decisions["node02"]["status"]) == (
+        "needs-hardware" if repaired else "reboot",
+        "held",
+    )
+    assert decisions["node02"]["reason"] == f"breaker: {breaker['reason']}"
+    assert decisions["node01"]["status"] == "wait", decisions["node01"]
+    assert "1 job(s) still running" in decisions["node01"]["reason"]
+    assert result["outcomes"] == []
+    assert action_log(cluster) == logged  # nothing done, so nothing recorded
+    metrics = remedy_metrics(cluster)
+    assert "myriad_remediation_breaker_tripped 1\n" in metrics
+    assert "myriad_remediation_breaker_failing 2\n" in metrics
+    assert hook_heard(cluster) == heard  # no ticket opened
+    assert result["plan"]["racks"] == []  # one node a rack: no rack fault, the breaker
+
+
+def set_drain_checks(cluster: Cluster, node: str, checks: list[str]) -> None:
+    document = json.loads(cluster.run(node, "cat", "/etc/myriad-health/node.json"))
+    document["policy"]["drain"] = checks
+    cluster.write(node, "/etc/myriad-health/node.json", json.dumps(document))
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_remedy_resets_the_gpus_of_a_drained_node_only_once_no_process_holds_them(
+    cluster: Cluster,
+) -> None:
+    """Issue #29 on the twin: a finding whose action is a GPU reset (gpu.ecc: ECC off until
+    the next reset) → node health drains → `myriad remedy` waits while a process holds a GPU
+    → resets (`nvidia-smi -r`) once none does → node health resumes the node.
+
+    Real: node health's drain and resume, `myriad remedy`'s decision, its checks right
+    before the reset and the command on the node, the action log, Slurm. Stand-in: nvidia-smi
+    (tests/health_stubs.py), whose -r refuses while a process is listed, as the real one
+    does, and clears the pending-ECC fault; the "process" is a pid in a file."""
+    for node in ("node01", "node02"):
+        if cluster.record(node).drained:
+            cluster.run("ctl01", "scontrol", "update", f"NodeName={node}", "State=RESUME")
+        cluster.wait(f"{node} idle", lambda n=node: cluster.slurm(n) == (False, ""), 60)
+    node01_started = cluster.record("node01").fields["SlurmdStartTime"]
+    calls = f"{TEST_DIR}/nvidia-smi.calls"
+    cluster.run("node01", "rm", "-f", calls)
+    drain = json.loads(cluster.run("node01", "cat", "/etc/myriad-health/node.json"))["policy"][
+        "drain"
+    ]
+    set_drain_checks(cluster, "node01", [*drain, "gpu.ecc"])
+    job = cluster.run(
+        "ctl01", "sbatch", "--parsable", "-w", "node02", "-o", "/dev/null", "--wrap", "sleep 30"
+    ).strip()
+    try:
+        # A process holds the GPUs (another client: no Slurm job), and GPU 3's ECC is off
+        # until the next reset.
+        cluster.run("node01", "mkdir", "-p", os.path.dirname(FAULT_XML))
+        cluster.write("node01", GPU_PROCESSES, "4242\n")
+        cluster.write("node01", FAULT_XML, ecc_off_xml(8, 3))
+        cluster.wait(
+            "node01 drained for ECC",
+            lambda: (
+                cluster.slurm("node01")[0]
+                and cluster.slurm("node01")[1].startswith("myriad-health: gpu.ecc ")
+                and cluster.slurm("node01")[1].endswith("GPU 3 ECC off, on after reset")
+            ),
+            3 * INTERVAL_S,
+        )
+        logged = action_log(cluster)
+
+        _, waiting = remedy_pass(cluster)
+        (decision,) = [d for d in waiting["plan"]["decisions"] if d["node"] == "node01"]
+        assert (decision["action"], decision["status"]) == ("reset-gpu", "wait"), decision
+        assert decision["reason"].startswith(
+            "GPU processes 1 running: a GPU reset needs none; gpu.ecc"
+        ), decision["reason"]
+        assert waiting["outcomes"] == []
+        assert "-r" not in cluster.run("node01", "cat", calls).splitlines()
+
+        # The process ends: the reset runs, and clears the fault.
+        cluster.run("node01", "rm", GPU_PROCESSES)
+        _, reset = remedy_pass(cluster)
+        assert [(o["node"], o["action"], o["status"]) for o in reset["outcomes"]] == [
+            ("node01", "reset-gpu", "done")
+        ], reset["outcomes"]
+        (outcome,) = reset["outcomes"]
+        # The stand-in prints one line a GPU; the last is GPU 7's, bus 0x18 + 7 = 0x1F.
+        assert (outcome["record"]["result"], outcome["record"]["detail"]) == (
+            "succeeded",
+            "nvidia-smi -r: GPU 00000000:1F:00.0 was successfully reset.",
+        )
+        # Checked right before: its GPUs' processes, then the reset.
+        assert cluster.run("node01", "cat", calls).splitlines()[-2:] == [
+            "--query-compute-apps=pid --format=csv,noheader",
+            "-r",
+        ]
+        assert action_log(cluster) == [*logged, ("node01", "reset-gpu", "succeeded")]
+        took = cluster.wait(
+            "node01 resumed by node health after the reset",
+            lambda: cluster.slurm("node01") == (False, ""),
+            3 * INTERVAL_S,
+        )
+        assert cluster.record("node01").fields["SlurmdStartTime"] == node01_started  # no reboot
+        cluster.wait(
+            "the job on node02 done",
+            lambda: "JobState=COMPLETED" in cluster.run("ctl01", "scontrol", "show", "job", job),
+            60,
+        )
+        assert "-r" not in cluster.run("node02", "sh", "-c", f"cat {calls} || true").splitlines()
+        print(f"node01: GPU reset, back in service {took:.0f} s later")
+    finally:
+        cluster.run("node01", "rm", "-f", GPU_PROCESSES, FAULT_XML)
+        set_drain_checks(cluster, "node01", drain)

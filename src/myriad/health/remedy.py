@@ -440,7 +440,9 @@ def _wanted(
                 named,
             )
         if now - latest.when <= policy.escalation_window_s:
-            if previous == "needs-hardware":
+            # Only `myriad resume`, after an acceptance run, lifts needs-hardware's own drain:
+            # a node node health drained again is back from that repair and failing anew.
+            if previous == "needs-hardware" and n.drained_by == "myriad-remedy":
                 return Decision(
                     n.node,
                     "needs-hardware",
