@@ -16,6 +16,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import jinja2
 import pytest
 import yaml
 
@@ -442,6 +443,27 @@ def test_dcgm_exporter_unit_is_written_for_real_use() -> None:
     )
     assert "datacenter-gpu-manager-exporter={{ monitoring_dcgm_exporter_version }}" in tasks
     assert "selection: hold" in tasks
+
+
+def test_the_dcgm_exporter_reads_the_job_mapping_the_slurm_prolog_writes() -> None:
+    """`--hpc-job-mapping-dir` (dcgm-exporter 4.2.3-4.1.3, pkg/cmd/app.go) on the directory the
+    slurm role's Prolog keeps, created before the exporter starts; empty turns it off."""
+    monitoring = yaml.safe_load((ROOT / "roles/monitoring/defaults/main.yml").read_text())
+    slurm = yaml.safe_load((ROOT / "roles/slurm/defaults/main.yml").read_text())
+    job_dir = monitoring["monitoring_dcgm_exporter_job_dir"]
+    assert job_dir == slurm["slurm_gpu_job_dir"] == "/run/myriad/gpu-jobs"
+    unit = jinja2.Template(
+        (ROOT / "roles/monitoring/templates/myriad-dcgm-exporter.service.j2").read_text()
+    )
+    settings = {**monitoring, "ansible_managed": "test"}
+    lines = unit.render(settings).splitlines()
+    assert "ExecStartPre=/usr/bin/mkdir -p /run/myriad/gpu-jobs" in lines
+    assert [line for line in lines if line.startswith("ExecStart=")] == [
+        "ExecStart=/usr/bin/dcgm-exporter --collectors /etc/dcgm-exporter/myriad-counters.csv "
+        "--address :9400 --hpc-job-mapping-dir /run/myriad/gpu-jobs"
+    ]
+    off = unit.render({**settings, "monitoring_dcgm_exporter_job_dir": ""})
+    assert "hpc-job-mapping-dir" not in off and "ExecStartPre" not in off
 
 
 # --- the README ------------------------------------------------------------------------------

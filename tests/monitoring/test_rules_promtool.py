@@ -4,7 +4,8 @@ and the expected value, worked out by hand here from the spec and the catalog.
 
 The spec is starter-64 (8 x HGX H100, ConnectX-7 NDR InfiniBand, Slurm) with monitoring on,
 `alert_for_seconds: 120` and health.remediation at its defaults (max_nodes 4, breaker_nodes 8,
-breaker_window_s 900). Hand-derived figures:
+breaker_window_s 900) and `health.hang_after_s: 300` (so MyriadJobHang fits the 10-minute
+cases; its default 1800 s has its own test below). Hand-derived figures:
   - GPUs per node 8 (profiles.h100-node.gpu.count), H100-SXM5-80GB board power 700 W,
     18 NVLink links at 900 GB/s (catalog);
   - ConnectX-7: 400 Gb/s = 50,000,000,000 B/s per port; 8 ports mlx5_0..mlx5_7, rails 0..7;
@@ -45,10 +46,10 @@ def promtool() -> str:
     return found
 
 
-def starter_rules() -> dict[str, Any]:
+def starter_rules(health: str = "{remediation: {}, hang_after_s: 300}") -> dict[str, Any]:
     text = example_text("starter-64", without=("monitoring", "health"))
     text += "monitoring: {enabled: true, alert_for_seconds: 120}\n"
-    text += "health: {remediation: {}}\n"
+    text += f"health: {health}\n"
     result = plan_loaded(load_spec_text(text, str(STARTER)))
     assert result.plan is not None
     return alert_rules(result.loaded.spec, result.loaded.catalog, result.plan)
@@ -312,6 +313,19 @@ CASES: dict[str, tuple[list[dict[str, str]], dict[str, str], str, str]] = {
         "slurmctld on ctl02 does not answer `scontrol ping` (seen from ctl01)",
         "slurmctld up on every controller of the spec",
     ),
+    # Job 4711 on gpu03: both its GPUs idle the whole 15 minutes (> 300 s); job 4712 on gpu01
+    # has one GPU idle and one at 87 %, so the job still computes.
+    "MyriadJobHang": (
+        [
+            series("DCGM_FI_DEV_GPU_UTIL", "0x15", **gpu(BAD, 0, hpc_job="4711")),
+            series("DCGM_FI_DEV_GPU_UTIL", "0x15", **gpu(BAD, 1, hpc_job="4711")),
+            series("DCGM_FI_DEV_GPU_UTIL", "0x15", **gpu(GOOD, 0, hpc_job="4712")),
+            series("DCGM_FI_DEV_GPU_UTIL", "87x15", **gpu(GOOD, 1, hpc_job="4712")),
+        ],
+        {"hpc_job": "4711", "node": BAD},
+        "Slurm job 4711 on gpu03: all its GPUs at 0 % utilisation for 300 s",
+        "a running job's GPUs busy within 300 s (health.hang_after_s)",
+    ),
     # myriad remedy's textfile, scraped from the controller (myriad.ops.remedy.metrics_text);
     # the good series come from another instance.
     "MyriadRemediationBreakerTripped": (
@@ -480,3 +494,56 @@ def test_a_case_that_should_fail_does(tmp_path: Path) -> None:
         check=False,
     )
     assert done.returncode != 0
+
+
+def test_job_hang_waits_the_default_limit_and_only_for_idle_jobs(tmp_path: Path) -> None:
+    """health.hang_after_s at its default, 1800 s = 30 one-minute samples. Job 4711 (gpu03)
+    is idle from the start: pending at 29m, firing at 31m (idle 31 min > 30). Quiet throughout:
+    job 4712 busy at 95 %; gpu02's GPU idle with no job (no hpc_job label); job 4713 on gpu04
+    has its first sample at 21m (`_x20` is 21 gaps) and is idle since, so at 45m it has been
+    idle 45 - 21 = 24 min < 30; job 4714 on gpu05 computed at 20m (`0x19` is 20 samples,
+    t = 0..19, then 60 % at t = 20), so at 45m it has been idle 45 - 21 = 24 min, not 45."""
+    rules = starter_rules("{}")
+    rule = _rules_by_name(rules)["MyriadJobHang"]
+    assert rule["for"] == "1800s"
+    (tmp_path / "rules.yml").write_text(yaml.safe_dump(rules, sort_keys=False))
+    inputs = [
+        series("DCGM_FI_DEV_GPU_UTIL", "0x50", **gpu(BAD, 0, hpc_job="4711")),
+        series("DCGM_FI_DEV_GPU_UTIL", "95x50", **gpu(GOOD, 0, hpc_job="4712")),
+        series("DCGM_FI_DEV_GPU_UTIL", "0x50", **gpu("gpu02", 0)),
+        series("DCGM_FI_DEV_GPU_UTIL", "_x20 0x30", **gpu("gpu04", 0, hpc_job="4713")),
+        series("DCGM_FI_DEV_GPU_UTIL", "0x19 60 0x30", **gpu("gpu05", 0, hpc_job="4714")),
+    ]
+    fired = {
+        "exp_labels": {"hpc_job": "4711", "node": BAD, "severity": "warning"},
+        "exp_annotations": {
+            "summary": "Slurm job 4711 on gpu03: all its GPUs at 0 % utilisation for 1800 s",
+            "expected": "a running job's GPUs busy within 1800 s (health.hang_after_s)",
+            "runbook": rule["annotations"]["runbook"],
+        },
+    }
+    document = {
+        "rule_files": ["rules.yml"],
+        "evaluation_interval": "1m",
+        "tests": [
+            {
+                "interval": "1m",
+                "input_series": inputs,
+                "alert_rule_test": [
+                    {"eval_time": "29m", "alertname": "MyriadJobHang", "exp_alerts": []},
+                    {"eval_time": "31m", "alertname": "MyriadJobHang", "exp_alerts": [fired]},
+                    {"eval_time": "45m", "alertname": "MyriadJobHang", "exp_alerts": [fired]},
+                ],
+            }
+        ],
+    }
+    (tmp_path / "tests.yml").write_text(yaml.safe_dump(document, sort_keys=False, width=200))
+    done = subprocess.run(
+        [promtool(), "test", "rules", "tests.yml"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout[-12000:] + done.stderr[-4000:]

@@ -977,3 +977,13 @@ def test_jobs_on_a_failed_node_are_requeued(tmp_path: Path) -> None:
     spec.write_text(text + "health: {remediation: {requeue_exit: [75, 99]}}\n")
     lines = _slurm_files(spec, tmp_path / "requeue")["slurm.conf"].splitlines()
     assert "JobRequeue=1" in lines and "RequeueExit=75,99" in lines
+
+
+@pytest.mark.slow
+def test_the_prolog_and_epilog_map_gpus_to_jobs(tmp_path: Path) -> None:
+    """Prolog and Epilog (slurm.conf(5)) both run the role's myriad-gpu-jobs.sh, which tells
+    them apart by SLURM_SCRIPT_CONTEXT; no site setting takes its place."""
+    lines = _slurm_files("starter-64", tmp_path)["slurm.conf"].splitlines()
+    assert "Prolog=/etc/slurm/myriad-gpu-jobs.sh" in lines
+    assert "Epilog=/etc/slurm/myriad-gpu-jobs.sh" in lines
+    assert sum(line.startswith(("Prolog=", "Epilog=")) for line in lines) == 2

@@ -275,6 +275,8 @@ def alert_rules(spec: Cluster, catalog: Catalog, plan: Plan) -> dict[str, Any]:
     if fabric_rules:
         groups.append({"name": "myriad-fabric", "rules": fabric_rules})
     groups.append({"name": "myriad-health", "rules": _health_rules(hold)})
+    if spec.health is not None and spec.software.orchestrator == "slurm" and _gpu_pools(spec):
+        groups.append({"name": "myriad-jobs", "rules": _job_rules(spec.health.hang_after_s)})
     if spec.health is not None and spec.health.remediation is not None:
         remediation = _remediation_rules(spec.health.remediation, hold)
         groups.append({"name": "myriad-remediation", "rules": remediation})
@@ -498,6 +500,28 @@ def _health_rules(hold: str) -> list[dict[str, Any]]:
             expected="no XID events",
             runbook="Look the XID up in NVIDIA's XID catalog; drained nodes need a GPU reset",
         ),
+    ]
+
+
+def _job_rules(hang_after_s: int) -> list[dict[str, Any]]:
+    """GPUs labelled with the Slurm job holding them: the slurm role's prolog writes the job
+    into DCGM exporter's HPC job mapping directory, so the exporter adds `hpc_job`."""
+    return [
+        _rule(
+            "MyriadJobHang",
+            # `max by` a job's GPUs on a node: one busy GPU means the job still works; `for`
+            # makes "idle" continuous, so a job that started idle less than the limit ago, or
+            # that computed once within it, does not fire.
+            'max by (hpc_job, node) (DCGM_FI_DEV_GPU_UTIL{job="dcgm", hpc_job!=""}) == 0',
+            hold=_seconds(hang_after_s),
+            severity="warning",
+            summary="Slurm job {{ $labels.hpc_job }} on {{ $labels.node }}: all its GPUs at 0 % "
+            f"utilisation for {hang_after_s} s",
+            expected=f"a running job's GPUs busy within {hang_after_s} s (health.hang_after_s)",
+            runbook="The job may be stuck in a collective or on I/O: `py-spy dump --pid` its "
+            "ranks, rerun with NCCL_DEBUG=INFO, attach `cuda-gdb -p`; then `scancel` it, or "
+            "`scontrol requeue` it to restart from its last checkpoint",
+        )
     ]
 
 

@@ -193,6 +193,14 @@ class Health(BaseModel):
         le=30 * 86_400,
         description="How long a draining XID keeps the node drained; 0: until it reboots",
     )
+    hang_after_s: int = Field(
+        default=1800,
+        ge=300,
+        le=7 * 86_400,
+        description="How long all of a running job's GPUs on a node may sit at 0 % utilisation "
+        "before MyriadJobHang names the job and node (DCGM exporter's HPC job mapping); "
+        "at least 5 minutes, since loading data or writing a checkpoint idles GPUs that long",
+    )
     remediation: Remediation | None = Field(
         default=None,
         description="Automatic remediation of drained nodes (GPU reset, reboot, power cycle, "
