@@ -547,3 +547,60 @@ def test_job_hang_waits_the_default_limit_and_only_for_idle_jobs(tmp_path: Path)
         check=False,
     )
     assert done.returncode == 0, done.stdout[-12000:] + done.stderr[-4000:]
+
+
+@pytest.mark.parametrize(
+    "counter",
+    [
+        "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL",
+        "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL",
+    ],
+)
+def test_nvlink_errors_fire_on_replay_and_recovery_alone(tmp_path: Path, counter: str) -> None:
+    """MyriadNvlinkErrors ORs three counters; CASES drives only the CRC one, so a typo in the
+    replay or recovery name would pass it. Each here grows alone on gpu03 GPU 7 (0 for 6 min,
+    then +1 a minute) while gpu01's stays flat at 5: only gpu03 fires."""
+    rules = starter_rules()
+    rule = _rules_by_name(rules)["MyriadNvlinkErrors"]
+    (tmp_path / "rules.yml").write_text(yaml.safe_dump(rules, sort_keys=False))
+    labels = gpu(BAD, 7)
+    document = {
+        "rule_files": ["rules.yml"],
+        "evaluation_interval": "1m",
+        "tests": [
+            {
+                "interval": "1m",
+                "input_series": [
+                    series(counter, "5x15", **gpu(GOOD, 7)),
+                    series(counter, "0x6 1+1x9", **labels),
+                ],
+                "alert_rule_test": [
+                    {"eval_time": "6m", "alertname": "MyriadNvlinkErrors", "exp_alerts": []},
+                    {
+                        "eval_time": "10m",
+                        "alertname": "MyriadNvlinkErrors",
+                        "exp_alerts": [
+                            {
+                                "exp_labels": {**labels, "severity": rule["labels"]["severity"]},
+                                "exp_annotations": {
+                                    "summary": "gpu03 GPU 7: NVLink error counters grow",
+                                    "expected": rule["annotations"]["expected"],
+                                    "runbook": rule["annotations"]["runbook"],
+                                },
+                            }
+                        ],
+                    },
+                ],
+            }
+        ],
+    }
+    (tmp_path / "tests.yml").write_text(yaml.safe_dump(document, sort_keys=False, width=200))
+    done = subprocess.run(
+        [promtool(), "test", "rules", "tests.yml"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout[-12000:] + done.stderr[-4000:]
