@@ -46,6 +46,19 @@ def promtool() -> str:
     return found
 
 
+def promtool_test(tmp_path: Path, document: dict[str, Any]) -> subprocess.CompletedProcess[str]:
+    """`promtool test rules` on `document`, written beside the rules in `tmp_path`."""
+    (tmp_path / "tests.yml").write_text(yaml.safe_dump(document, sort_keys=False, width=200))
+    return subprocess.run(
+        [promtool(), "test", "rules", "tests.yml"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
 def starter_rules(health: str = "{remediation: {}, hang_after_s: 300}") -> dict[str, Any]:
     text = example_text("starter-64", without=("monitoring", "health"))
     text += "monitoring: {enabled: true, alert_for_seconds: 120}\n"
@@ -448,15 +461,7 @@ def test_promtool_fires_on_bad_series_and_stays_quiet_on_good(tmp_path: Path) ->
             }
         )
     document = {"rule_files": ["rules.yml"], "evaluation_interval": "1m", "tests": tests}
-    (tmp_path / "tests.yml").write_text(yaml.safe_dump(document, sort_keys=False, width=200))
-    done = subprocess.run(
-        [promtool(), "test", "rules", "tests.yml"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = promtool_test(tmp_path, document)
     assert done.returncode == 0, done.stdout[-12000:] + done.stderr[-4000:]
     assert "SUCCESS" in done.stdout + done.stderr
 
@@ -484,15 +489,7 @@ def test_a_case_that_should_fail_does(tmp_path: Path) -> None:
             }
         ],
     }
-    (tmp_path / "tests.yml").write_text(yaml.safe_dump(document, sort_keys=False))
-    done = subprocess.run(
-        [promtool(), "test", "rules", "tests.yml"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    done = promtool_test(tmp_path, document)
     assert done.returncode != 0
 
 
@@ -537,15 +534,7 @@ def test_job_hang_waits_the_default_limit_and_only_for_idle_jobs(tmp_path: Path)
             }
         ],
     }
-    (tmp_path / "tests.yml").write_text(yaml.safe_dump(document, sort_keys=False, width=200))
-    done = subprocess.run(
-        [promtool(), "test", "rules", "tests.yml"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = promtool_test(tmp_path, document)
     assert done.returncode == 0, done.stdout[-12000:] + done.stderr[-4000:]
 
 
@@ -594,13 +583,5 @@ def test_nvlink_errors_fire_on_replay_and_recovery_alone(tmp_path: Path, counter
             }
         ],
     }
-    (tmp_path / "tests.yml").write_text(yaml.safe_dump(document, sort_keys=False, width=200))
-    done = subprocess.run(
-        [promtool(), "test", "rules", "tests.yml"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = promtool_test(tmp_path, document)
     assert done.returncode == 0, done.stdout[-12000:] + done.stderr[-4000:]
