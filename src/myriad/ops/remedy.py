@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import shlex
 import subprocess
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -35,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from myriad.errors import OpsError, OpsInputError, RedfishError
+from myriad.errors import ClusterBusy, OpsError, OpsInputError, RedfishError
 from myriad.fsutil import atomic_write_text
 from myriad.health.remedy import (
     BY_AUTOMATIC,
@@ -652,6 +653,36 @@ def _one_pass(
         else:
             published = f"monitoring is off: metrics only in {root / METRICS_FILE}"
     return RemedyResult(spec.metadata.name, plan, settled, outcomes, log, published, back)
+
+
+# The shortest time between two passes of `remedy --every`: a reboot through Slurm takes
+# minutes, and a pass reads every node's health file and Slurm's view each time.
+MIN_EVERY_S = 60
+
+
+def remedy_every(
+    run_pass: Callable[[], RemedyResult],
+    every_s: float,
+    report: Callable[[RemedyResult | str], None],
+    stop: threading.Event,
+) -> int:
+    """Pass after pass, `every_s` seconds apart, until `stop` is set (the caller sets it on
+    SIGTERM or Ctrl-C, so a pass in progress finishes first); each pass's result goes to
+    `report`; returns how many passes ran. A pass refused because another run holds the
+    cluster, or one that could not reach it, is reported as a line and the next comes as
+    planned; a spec or input error (OpsInputError) ends the loop, as it ends one pass."""
+    passes = 0
+    while not stop.is_set():
+        try:
+            report(run_pass())
+        except OpsInputError:
+            raise
+        except (ClusterBusy, OpsError, RedfishError) as exc:
+            report(f"pass skipped: {exc}")
+        passes += 1
+        if stop.wait(every_s):
+            break
+    return passes
 
 
 def default_actuators(cluster: Any, policy: Remediation) -> Actuators:
