@@ -16,14 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_remedy_exec import Nodes
-from test_remedy_verb import HEALTH, gathered, spec  # noqa: F401 (spec is a fixture)
+from test_remedy_verb import node02_drained, spec  # noqa: F401 (fixtures)
 
 from fake_slurm import RecordedController
 from myriad.cli import main
 from myriad.errors import ClusterBusy, OpsError, OpsInputError
 from myriad.ops import remedy as ops
-from myriad.ops.slurm import Slurm
 
 
 class CountedStop(threading.Event):
@@ -85,18 +83,11 @@ def test_every_below_a_minute_is_refused(
 
 def test_sigterm_ends_the_command_after_the_pass_in_progress(
     spec: Path,  # noqa: F811
+    node02_drained: RecordedController,  # noqa: F811
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    controller = RecordedController(
-        f"node01|idle|none\nnode02|drained|{HEALTH}\nnode03|idle|none\n"
-    )
-    act = ops.Actuators(Slurm(["x"], controller), Nodes())
-    monkeypatch.setattr(ops, "default_actuators", lambda cluster, policy: act)
-    monkeypatch.setattr(
-        "myriad.health.report.gather_health",
-        lambda path, **_: gathered(spec, True, 1_000_000.0),
-    )
+    controller = node02_drained
     one_pass = ops.remedy
     calls = []
 

@@ -43,6 +43,21 @@ def spec(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return path
 
 
+@pytest.fixture
+def node02_drained(spec: Path, monkeypatch: pytest.MonkeyPatch) -> RecordedController:
+    """node02 drained by XID 79 for the whole test; Slurm a recorded fake, the nodes too."""
+    controller = RecordedController(
+        f"node01|idle|none\nnode02|drained|{HEALTH}\nnode03|idle|none\n"
+    )
+    act = ops.Actuators(Slurm(["x"], controller), Nodes())
+    monkeypatch.setattr(ops, "default_actuators", lambda cluster, policy: act)
+    monkeypatch.setattr(
+        "myriad.health.report.gather_health",
+        lambda path, **_: gathered(spec, True, 1_000_000.0),
+    )
+    return controller
+
+
 def gathered(spec: Path, node02_drained: bool, now: float) -> HealthGathering:
     rows = tuple(
         NodeHealth(
@@ -189,20 +204,12 @@ def test_a_rack_failing_together_exits_1_and_nothing_is_rebooted(
 
 
 def test_a_pass_waits_for_no_one_while_another_run_holds_the_cluster(
-    spec: Path, monkeypatch: pytest.MonkeyPatch
+    spec: Path, node02_drained: RecordedController
 ) -> None:
     """A roll, a bring-up or another remedy on the nodes: the pass is refused, naming the
     holder, before it reboots anything (two passes could each take the last place of the
     budget). A dry run only reads, and goes on."""
-    controller = RecordedController(
-        f"node01|idle|none\nnode02|drained|{HEALTH}\nnode03|idle|none\n"
-    )
-    act = ops.Actuators(Slurm(["x"], controller), Nodes())
-    monkeypatch.setattr(ops, "default_actuators", lambda cluster, policy: act)
-    monkeypatch.setattr(
-        "myriad.health.report.gather_health",
-        lambda path, **_: gathered(spec, True, 1_000_000.0),
-    )
+    controller = node02_drained
     state = cluster_state("local")
     with hold_cluster_lock(state, "roll"), pytest.raises(ClusterBusy, match="roll"):
         ops.remedy(spec)
