@@ -380,9 +380,54 @@ def _cmd_health(args: argparse.Namespace, out: Console, err: Console) -> int:
     return EXIT_OK if report.healthy else EXIT_PROBLEM
 
 
+def _remedy_every(args: argparse.Namespace, out: Console, err: Console) -> int:
+    """`remedy --every S`: passes until SIGTERM or Ctrl-C, which end it after the pass in
+    progress (exit 0); with --json one document a line per pass."""
+    import signal
+    import threading
+
+    from myriad.ops.remedy import MIN_EVERY_S, RemedyResult, remedy, remedy_every
+
+    if args.every < MIN_EVERY_S:
+        raise BadArguments(
+            f"--every {args.every}: at least {MIN_EVERY_S} s between passes (a reboot "
+            "through Slurm takes minutes)"
+        )
+
+    def run_pass() -> RemedyResult:
+        return remedy(
+            args.spec, dry_run=args.dry_run, stack=args.stack, stack_outputs=args.stack_outputs
+        )
+
+    def report(result: RemedyResult | str) -> None:
+        if args.json:
+            body = {"skipped": result} if isinstance(result, str) else result.to_dict()
+            sys.stdout.write(json.dumps({"format": JSON_FORMAT, **body}) + "\n")
+            sys.stdout.flush()
+        elif isinstance(result, str):
+            err.print(result, markup=False)
+        else:
+            from myriad.views.health import print_remedy
+
+            print_remedy(out, result)
+
+    stop = threading.Event()
+    wanted = (signal.SIGTERM, signal.SIGINT)
+    previous = {s: signal.signal(s, lambda signum, frame: stop.set()) for s in wanted}
+    try:
+        passes = remedy_every(run_pass, args.every, report, stop)
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+    err.print(f"stopped after {passes} passes", markup=False)
+    return EXIT_OK
+
+
 def _cmd_remedy(args: argparse.Namespace, out: Console, err: Console) -> int:
     from myriad.ops.remedy import remedy
 
+    if args.every is not None:
+        return _remedy_every(args, out, err)
     result = remedy(
         args.spec, dry_run=args.dry_run, stack=args.stack, stack_outputs=args.stack_outputs
     )
@@ -785,6 +830,13 @@ def _add_ops_commands(commands: argparse._SubParsersAction[argparse.ArgumentPars
     remedy.add_argument("spec", type=Path, help="the cluster.yaml")
     remedy.add_argument(
         "--dry-run", action="store_true", help="decide and say what would be done; do nothing"
+    )
+    remedy.add_argument(
+        "--every",
+        type=int,
+        metavar="SECONDS",
+        help="a pass every SECONDS (at least 60) until SIGTERM or Ctrl-C, which end it after "
+        "the pass in progress; a pass the cluster's lock refuses is skipped",
     )
     cluster_source(remedy)
     remedy.add_argument("--json", action="store_true", help="the decisions and outcomes as JSON")

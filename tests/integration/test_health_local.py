@@ -556,6 +556,13 @@ def test_remedy_reboots_a_failed_node_then_sends_it_for_repair(cluster: Cluster)
     cluster.wait("node02 back in service", lambda: cluster.slurm("node02") == (False, ""), 60)
     runs = [json.loads(p.read_text()) for p in cluster.state.glob("*/runs/*-accept/accept.json")]
     assert [(r["nodes"], r["finished"]) for r in runs] == [(["node02"], True)] * 2
+    # Both returns, the refused one and this, are in the action log, by the person.
+    (log,) = cluster.state.glob("*/remediation-log.json")
+    returns = [r for r in json.loads(log.read_text())["records"] if r["action"] == "resume"]
+    assert [(r["node"], r["result"], r["by"] != "myriad-remedy") for r in returns] == [
+        ("node02", "failed", True),
+        ("node02", "succeeded", True),
+    ]
 
 
 ACCEPT_DIR = "/etc/myriad-twin/accept"

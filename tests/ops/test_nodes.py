@@ -8,9 +8,11 @@ from pathlib import Path
 import pytest
 
 from fake_slurm import RecordedController
+from myriad.bringup.flow import cluster_state
 from myriad.errors import OpsError, OpsInputError
 from myriad.ops import nodes
-from myriad.ops.slurm import Completed, Slurm, wait_settled
+from myriad.ops.remedy import load_history
+from myriad.ops.slurm import Completed, Slurm, current_user, wait_settled
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "inventories" / "local" / "cluster.yaml"
 
@@ -135,3 +137,27 @@ def test_the_wait_is_bounded_and_names_who_never_answered() -> None:
     )
     # node03 is not in sinfo at all; a down node that answers is judged, not waited for.
     assert waiting == ["node02", "node03"] and now[0] >= 10
+
+
+def test_a_repaired_nodes_return_is_kept_in_the_action_log() -> None:
+    """Issue #29: every action recorded, by whom. A person's resume of a node sent for
+    repair is one: refused by its re-test (with the figure), then back after it passed, and
+    back untested under --force. A node someone else drained is not remediation's."""
+    recorded = RecordedController(
+        f"node01|drained|myriad: drain by alice: x\nnode02|drained|{REPAIR}\n"
+    )
+    slurm = Slurm(["x"], recorded)
+    with pytest.raises(OpsError, match="stays drained"):
+        nodes.resume(EXAMPLE, ["node02"], retest=lambda names: {"node02": "slow"}, slurm=slurm)
+    nodes.resume(EXAMPLE, ["node01", "node02"], retest=lambda names: {}, slurm=slurm)
+    nodes.resume(EXAMPLE, ["node02"], force=True, slurm=slurm)
+    log = load_history(cluster_state("local").root)
+    assert [(r.node, r.action, r.result, r.by) for r in log] == [
+        ("node02", "resume", "failed", current_user()),
+        ("node02", "resume", "succeeded", current_user()),
+        ("node02", "resume", "succeeded", current_user()),
+    ]
+    assert log[0].detail == "failed its re-test: slow; stays drained"
+    assert log[1].detail == "passed its re-test"
+    assert log[2].detail == "untested (--force)"
+    assert log[1].why == REPAIR

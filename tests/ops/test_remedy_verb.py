@@ -15,8 +15,10 @@ import pytest
 from test_remedy_exec import Nodes
 
 from fake_slurm import RecordedController
+from myriad.bringup.flow import cluster_state
+from myriad.bringup.lock import hold_cluster_lock
 from myriad.cli import main
-from myriad.errors import OpsInputError
+from myriad.errors import ClusterBusy, OpsInputError
 from myriad.health.report import HealthGathering, HealthReport, NodeHealth
 from myriad.ops import remedy as ops
 from myriad.ops.slurm import Slurm
@@ -39,6 +41,21 @@ def spec(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     path = tmp_path / "cluster.yaml"
     path.write_text(text)
     return path
+
+
+@pytest.fixture
+def node02_drained(spec: Path, monkeypatch: pytest.MonkeyPatch) -> RecordedController:
+    """node02 drained by XID 79 for the whole test; Slurm a recorded fake, the nodes too."""
+    controller = RecordedController(
+        f"node01|idle|none\nnode02|drained|{HEALTH}\nnode03|idle|none\n"
+    )
+    act = ops.Actuators(Slurm(["x"], controller), Nodes())
+    monkeypatch.setattr(ops, "default_actuators", lambda cluster, policy: act)
+    monkeypatch.setattr(
+        "myriad.health.report.gather_health",
+        lambda path, **_: gathered(spec, True, 1_000_000.0),
+    )
+    return controller
 
 
 def gathered(spec: Path, node02_drained: bool, now: float) -> HealthGathering:
@@ -184,3 +201,20 @@ def test_a_rack_failing_together_exits_1_and_nothing_is_rebooted(
     assert "rack r0001: 3 of 3 nodes failing together" in out
     assert "breaker tripped" in out and "3 nodes began failing" in out
     assert [c for c in controller.commands if c[0] == "scontrol"] == []
+
+
+def test_a_pass_waits_for_no_one_while_another_run_holds_the_cluster(
+    spec: Path, node02_drained: RecordedController
+) -> None:
+    """A roll, a bring-up or another remedy on the nodes: the pass is refused, naming the
+    holder, before it reboots anything (two passes could each take the last place of the
+    budget). A dry run only reads, and goes on."""
+    controller = node02_drained
+    state = cluster_state("local")
+    with hold_cluster_lock(state, "roll"), pytest.raises(ClusterBusy, match="roll"):
+        ops.remedy(spec)
+    assert [c for c in controller.commands if c[0] == "scontrol"] == []
+    assert not (state.root / ops.LOG_FILE).exists()
+    with hold_cluster_lock(state, "roll"):
+        (outcome,) = ops.remedy(spec, dry_run=True).outcomes
+    assert (outcome.decision.node, outcome.status) == ("node02", "dry-run")

@@ -59,13 +59,18 @@ LOG_FORMAT = "myriad.remediation.log/v1"
 HOOK_FORMAT = "myriad.remediation.hook/v1"
 
 DecidedAction = Literal["drain", "none", "reset-gpu", "reboot", "power-cycle", "needs-hardware"]
+# What the action log keeps: the decided actions, and a person's `myriad resume` of a node
+# sent for repair (ops/nodes.py), which ends that repair.
+RecordedAction = Literal[
+    "drain", "none", "reset-gpu", "reboot", "power-cycle", "needs-hardware", "resume"
+]
 Status = Literal["act", "wait", "held"]
 Result = Literal["dry-run", "started", "succeeded", "failed"]
 DrainedBy = Literal["myriad-health", "myriad-remedy", "other"]
 RESULTS: tuple[Result, ...] = ("dry-run", "started", "succeeded", "failed")
 # The actions that change a node and so count against the budget while under way.
 NODE_ACTIONS: tuple[Action, ...] = ("reset-gpu", "reboot", "power-cycle")
-_DECIDED: tuple[str, ...] = ("drain", *LADDER)
+_RECORDED: tuple[str, ...] = ("drain", *LADDER, "resume")
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +107,7 @@ class ActionRecord:
     (`myriad-remedy` when automatic, else the person), and its result."""
 
     node: str
-    action: DecidedAction
+    action: RecordedAction
     why: str
     when: float
     by: str
@@ -121,8 +126,8 @@ class ActionRecord:
         when = data.get("when")
         if not isinstance(when, (int, float)) or isinstance(when, bool):
             problems.append("when is not a time in seconds")
-        if data.get("action") not in _DECIDED:
-            problems.append(f"action {data.get('action')!r} is not one of {', '.join(_DECIDED)}")
+        if data.get("action") not in _RECORDED:
+            problems.append(f"action {data.get('action')!r} is not one of {', '.join(_RECORDED)}")
         if data.get("result") not in RESULTS:
             problems.append(f"result {data.get('result')!r} is not one of {', '.join(RESULTS)}")
         unknown = sorted(set(data) - {f for f in cls.__dataclass_fields__})

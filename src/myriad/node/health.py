@@ -395,7 +395,9 @@ def judge(
         writable=writable([mount]) if isinstance(mount, str) else Fact("not-gathered"),
     )
     nothing: Fact[Any] = Fact("not-gathered", detail=CONTROLLER_VIEW)
-    view = ClusterView(None, nothing, nothing, nothing, controller_files=nothing, job=nothing)
+    view = ClusterView(
+        None, nothing, nothing, nothing, controller_files=nothing, job=nothing, gpu_domains=nothing
+    )
     results = [
         r._replace(status="not-applicable", actual=CONTROLLER_VIEW, fix="")
         if r.status == "error" and CONTROLLER_VIEW in r.actual

@@ -8,17 +8,20 @@ unless forced, and resumes nothing when it refuses any node.
 A node remediation drained (`myriad-remedy: ...`, sent for repair) returns only after it is
 tested again: `resume` hands such nodes to `retest` (acceptance, `myriad accept --nodes-from
 drained`) and resumes none of them that fail; without `retest` it refuses them unless forced.
+Either way the return (or the refusal) goes into remediation's action log, by the person.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from myriad.errors import OpsError, OpsInputError
-from myriad.ops.slurm import Slurm, check_names, reason_for
+from myriad.health.remedy import ActionRecord, Result
+from myriad.ops.slurm import NodeState, Slurm, check_names, current_user, reason_for
 from myriad.provision.resolve import ResolvedCluster, resolve_cluster
 from myriad.render.inventory import Inventory
 
@@ -124,8 +127,17 @@ def resume(
         for node, why in sorted(failed.items()):
             # The test drained it with its own reason; held for repair again, so the next
             # resume tests it again rather than returning it untested.
-            held_for = str(before[node].reason).split(RETEST_FAILED)[0]
-            slurm.drain([node], f"{held_for}{RETEST_FAILED}{why}")
+            slurm.drain([node], f"{_held_for(before[node].reason)}{RETEST_FAILED}{why}")
+        _record_returns(
+            cluster,
+            {
+                node: ("failed", f"failed its re-test: {failed[node]}; stays drained")
+                if node in failed
+                else ("succeeded", "passed its re-test")
+                for node in repaired
+            },
+            before,
+        )
         if failed:
             lines = "; ".join(f"{n}: {why}" for n, why in sorted(failed.items()))
             raise OpsError(
@@ -137,6 +149,8 @@ def resume(
     to_resume = [n for n in nodes if states[n].drained]
     if to_resume:
         slurm.resume(to_resume)
+    if repaired and force:
+        _record_returns(cluster, {n: ("succeeded", "untested (--force)") for n in repaired}, before)
     back = set(to_resume) | {n for n in repaired if not states[n].drained}
     return [
         NodeChange(node, "resumed", before[node].reason or "")
@@ -144,3 +158,28 @@ def resume(
         else NodeChange(node, "unchanged", states[node].reason or "", states[node].state)
         for node in nodes
     ]
+
+
+def _held_for(reason: str | None) -> str:
+    """A repair's drain reason without the figure of a re-test it failed since."""
+    return str(reason).split(RETEST_FAILED)[0]
+
+
+def _record_returns(
+    cluster: ResolvedCluster,
+    outcomes: Mapping[str, tuple[Result, str]],
+    before: Mapping[str, NodeState],
+) -> None:
+    """A person's resume of nodes sent for repair, in the action log (`myriad health`
+    shows it): by whom, the repair it ends, and whether the node came back."""
+    from myriad.bringup.flow import cluster_state
+    from myriad.ops.remedy import append_history
+
+    now, by = time.time(), current_user()
+    append_history(
+        cluster_state(cluster.spec.metadata.name).root,
+        [
+            ActionRecord(node, "resume", _held_for(before[node].reason), now, by, result, detail)
+            for node, (result, detail) in sorted(outcomes.items())
+        ],
+    )

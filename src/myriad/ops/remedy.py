@@ -25,16 +25,18 @@ from __future__ import annotations
 import json
 import shlex
 import subprocess
+import threading
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from myriad.errors import OpsError, OpsInputError, RedfishError
+from myriad.errors import ClusterBusy, OpsError, OpsInputError, RedfishError
 from myriad.fsutil import atomic_write_text
 from myriad.health.remedy import (
     BY_AUTOMATIC,
@@ -565,12 +567,11 @@ def remedy(
     actuators: Actuators | None = None,
     clock: Callable[[], float] = time.time,
 ) -> RemedyResult:
-    """One remediation pass over the cluster (see the module's docstring)."""
+    """One remediation pass over the cluster (see the module's docstring); all but a dry
+    run hold the cluster's lock (ClusterBusy while a roll, a bring-up or another pass runs)."""
     from myriad.bringup.flow import cluster_state
-    from myriad.health.actions import load_action_map
+    from myriad.bringup.lock import hold_cluster_lock
     from myriad.health.report import gather_health
-    from myriad.plan.nodes import iter_nodes
-    from myriad.render.monitoring import racks
 
     gathering = gather_health(spec_path, stack=stack, stack_outputs=stack_outputs)
     cluster = gathering.cluster
@@ -588,7 +589,30 @@ def remedy(
         )
     act = actuators or default_actuators(cluster, policy)
     state = cluster_state(spec.metadata.name)
-    history = load_history(state.root)
+    # The cluster's run lock, as a roll or a bring-up takes it: two passes at once could each
+    # take the budget's last place, and a reboot mid-roll would break the roll's batch.
+    lock: AbstractContextManager[object] = (
+        nullcontext() if dry_run else hold_cluster_lock(state.root, "remedy")
+    )
+    with lock:
+        return _one_pass(gathering, policy, act, state.root, dry_run, clock)
+
+
+def _one_pass(
+    gathering: Any,
+    policy: Remediation,
+    act: Actuators,
+    root: Path,
+    dry_run: bool,
+    clock: Callable[[], float],
+) -> RemedyResult:
+    from myriad.health.actions import load_action_map
+    from myriad.plan.nodes import iter_nodes
+    from myriad.render.monitoring import racks
+
+    cluster = gathering.cluster
+    spec = cluster.spec
+    history = load_history(root)
     report = gathering.report
     names = [row.node for row in report.nodes]
     slurm_nodes = act.slurm.nodes(names)
@@ -596,7 +620,7 @@ def remedy(
     now = clock()
     settled = settle(history, report, slurm_nodes, now)
     if settled and not dry_run:
-        append_history(state.root, settled)
+        append_history(root, settled)
     history = (*history, *settled)
     back = returning(history, report, slurm_nodes)
     if back and not dry_run:
@@ -618,17 +642,47 @@ def remedy(
         islands={r.name: r.island for r in records if r.island is not None},
     )
     plan = decide(nodes, history, policy, load_action_map(), now, dry_run=dry_run)
-    outcomes = execute(plan, act, spec.metadata.name, history, state.root, clock=clock)
-    log = load_history(state.root)
+    outcomes = execute(plan, act, spec.metadata.name, history, root, clock=clock)
+    log = load_history(root)
     published = ""
     if not dry_run:
         text = metrics_text(log, plan, policy)
-        atomic_write_text(state.root / METRICS_FILE, text, mode=0o644)
+        atomic_write_text(root / METRICS_FILE, text, mode=0o644)
         if spec.monitoring.enabled:
             published = publish_metrics(act.slurm, text)
         else:
-            published = f"monitoring is off: metrics only in {state.root / METRICS_FILE}"
+            published = f"monitoring is off: metrics only in {root / METRICS_FILE}"
     return RemedyResult(spec.metadata.name, plan, settled, outcomes, log, published, back)
+
+
+# The shortest time between two passes of `remedy --every`: a reboot through Slurm takes
+# minutes, and a pass reads every node's health file and Slurm's view each time.
+MIN_EVERY_S = 60
+
+
+def remedy_every(
+    run_pass: Callable[[], RemedyResult],
+    every_s: float,
+    report: Callable[[RemedyResult | str], None],
+    stop: threading.Event,
+) -> int:
+    """Pass after pass, `every_s` seconds apart, until `stop` is set (the caller sets it on
+    SIGTERM or Ctrl-C, so a pass in progress finishes first); each pass's result goes to
+    `report`; returns how many passes ran. A pass refused because another run holds the
+    cluster, or one that could not reach it, is reported as a line and the next comes as
+    planned; a spec or input error (OpsInputError) ends the loop, as it ends one pass."""
+    passes = 0
+    while not stop.is_set():
+        try:
+            report(run_pass())
+        except OpsInputError:
+            raise
+        except (ClusterBusy, OpsError, RedfishError) as exc:
+            report(f"pass skipped: {exc}")
+        passes += 1
+        if stop.wait(every_s):
+            break
+    return passes
 
 
 def default_actuators(cluster: Any, policy: Remediation) -> Actuators:

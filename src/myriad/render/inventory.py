@@ -92,7 +92,7 @@ def build_inventory(
     pool_vars_by_name = {pool.name: pool_vars(spec, catalog, pool) for pool in spec.pools}
     pool_hcas = {name: values.get("nccl_hcas", []) for name, values in pool_vars_by_name.items()}
     rails = _rail_addresses(spec, plan, nodes, pool_vars_by_name)
-    imex = imex_domains(spec, plan, nodes, addresses)
+    imex = imex_domains(plan, nodes, addresses)
     groups: dict[str, list[str]] = {name: [] for name in ROLE_GROUPS}
     for pool in spec.pools:
         groups[f"pool_{pool.name}"] = []

@@ -427,23 +427,17 @@ def nvlink_fabric_software(profile: Profile, catalog: Catalog) -> str:
 
 
 def imex_domains(
-    spec: Cluster, plan: Plan, nodes: Sequence[NodeRecord], addresses: Mapping[str, str]
+    plan: Plan, nodes: Sequence[NodeRecord], addresses: Mapping[str, str]
 ) -> dict[str, list[str]]:
     """Node → the management addresses of every tray of its NVLink domain, itself included
-    (`nvidia_driver_imex_nodes`, the IMEX daemon's nodes_config.cfg): the trays of a
-    rack-scale pool fill racks in host order, as the plan counts them and as the Slurm blocks
-    are cut (slurm_blocks), so each rack's trays list the same addresses."""
+    (`nvidia_driver_imex_nodes`, the IMEX daemon's nodes_config.cfg): the domains as
+    `rack_domain_members` cuts them, as Slurm's blocks are cut (slurm_blocks), so each rack's
+    trays list the same addresses."""
     domains: dict[str, list[str]] = {}
-    for racks in plan.nvlink:
-        if racks.system is None:
-            continue
-        trays = [node.name for node in nodes if node.pool == racks.pool]
-        size = racks.nodes_per_domain
-        for start in range(0, len(trays), size):
-            members = trays[start : start + size]
-            listed = [addresses[name] for name in members]
-            for name in members:
-                domains[name] = listed
+    for members in rack_domain_members(plan.nvlink, nodes).values():
+        listed = [addresses[name] for name in members]
+        for name in members:
+            domains[name] = listed
     return domains
 
 

@@ -28,6 +28,8 @@ from myriad import paths
 from myriad.node.checks import CHECKS, Check, Context, Expect, Expectation
 from myriad.node.checks.model import ClusterExpectations, NodeExpectations
 from myriad.plan.model import Plan
+from myriad.plan.nodes import iter_nodes
+from myriad.plan.nvlink import rack_domain_members
 from myriad.plan.ports import ports
 from myriad.render.inventory import Inventory
 from myriad.spec.catalog_models import Catalog
@@ -114,6 +116,11 @@ def expect(
     all_vars = inventory.group_vars.get("all", {})
     tables = inventory.tables
     switch_of = _switch_of(tables)
+    domain_of = {
+        tray: (name, tuple(trays))
+        for name, trays in rack_domain_members(plan.nvlink, list(iter_nodes(spec))).items()
+        for tray in trays
+    }
     controllers = tuple(entry["name"] for entry in all_vars.get("slurm_controllers") or [])
     node_sets: list[Mapping[str, Any]] = tables.get("slurm_nodes") or []
     set_of = {name: i for i, node_set in enumerate(node_sets) for name in node_set.get("names", [])}
@@ -157,6 +164,7 @@ def expect(
                 context,
                 node=name,
                 switch=switch_of.get(name),
+                nvlink_domain=domain_of.get(name),
                 variables=shared_vars.new_child(host)
                 if isinstance(shared_vars, ChainMap)
                 else {**shared_vars, **host},

@@ -9,8 +9,10 @@ could not be read, so nothing is claimed either way: unknown is never a pass).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
+from myriad.node.checks.gpu import nvlink_domain_of
 from myriad.node.checks.model import (
     CheckResult,
     ClusterExpectations,
@@ -21,7 +23,7 @@ from myriad.node.checks.model import (
     SlurmNodeView,
 )
 from myriad.node.checks.registry import BY_ID, CHECKS
-from myriad.node.facts import Fact, NodeFacts
+from myriad.node.facts import Fact, NodeFacts, ok
 from myriad.node.parsers import KubeNode
 
 REACHABLE = "node.reachable"
@@ -91,7 +93,18 @@ def view_of(facts: NodeFacts, source: str) -> ClusterView:
 def cluster_view(
     expectations: ClusterExpectations, facts: Mapping[str, NodeFacts], unreachable: Iterable[str]
 ) -> ClusterView:
-    """The orchestrator's view from the first controller that answered it."""
+    """The orchestrator's view from the first controller that answered it, and the NVLink
+    domain each gathered node's GPUs report."""
+    domains = {
+        name: nvlink_domain_of(node.gpus.get()) if node.gpus.ok else None
+        for name, node in facts.items()
+    }
+    return replace(_orchestrator_view(expectations, facts, unreachable), gpu_domains=ok(domains))
+
+
+def _orchestrator_view(
+    expectations: ClusterExpectations, facts: Mapping[str, NodeFacts], unreachable: Iterable[str]
+) -> ClusterView:
     down = set(unreachable)
     tried = []
     for name in expectations.controllers:

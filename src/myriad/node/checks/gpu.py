@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from operator import attrgetter
 from typing import Any
@@ -20,9 +21,11 @@ from myriad.node.checks.model import (
     passed,
     unavailable,
     unit_active,
+    unknown,
     verdict,
 )
 from myriad.node.facts import NodeFacts
+from myriad.node.parsers import NvidiaSmiReport
 
 # nvidia-smi reports usable memory: 79.6 GiB on an "80 GB" H100, 15 GiB on a "16 GB" T4.
 GPU_MEMORY_LOW, GPU_MEMORY_HIGH = 0.92, 1.05
@@ -432,6 +435,81 @@ GPU_FABRIC_STATE = Check(
     derive=_derive_fabric_state,
     evaluate=_evaluate_fabric_state,
     explain=_explain_fabric_state,
+)
+
+
+# --- gpu.nvlink-domain: the trays of a rack in one NVLink domain ---------------------------
+
+
+def nvlink_domain_of(report: NvidiaSmiReport) -> str | None:
+    """The one NVLink domain every GPU of a node is registered in, `clique N of cluster
+    UUID`; None where a GPU is not registered, is in no domain or the GPUs disagree (which
+    gpu.fabric-state names GPU by GPU)."""
+    found = set()
+    for gpu in report.gpus:
+        fabric = gpu.fabric
+        if fabric.state != "Completed" or fabric.status != "Success":
+            return None
+        if fabric.clique_id is None or fabric.cluster_uuid in (None, ZERO_CLUSTER):
+            return None
+        found.add(f"clique {fabric.clique_id} of cluster {fabric.cluster_uuid}")
+    return found.pop() if len(found) == 1 else None
+
+
+def _derive_nvlink_domain(c: Context) -> Expect | Skip:
+    if (skip := _no_gpus(c)) is not None:
+        return skip
+    if c.nvlink_domain is None:
+        return Skip(
+            f"{c.p}.server",
+            "not a tray of a rack-scale NVLink domain (its NVLink stops at the server)",
+        )
+    name, trays = c.nvlink_domain
+    fix = (
+        "drain {node}; a tray in another NVLink domain than the rest of " + name + ": check "
+        "its NVLink cables to the switch trays and the switch trays' partition (one "
+        "partition a rack unless one was made on purpose), then reboot the tray"
+    )
+    return Expect({"domain": name, "trays": list(trays)}, f"{c.p}.server", fix)
+
+
+def _evaluate_nvlink_domain(
+    expected: dict[str, Any], facts: NodeFacts, view: ClusterView, node: str
+) -> Outcome:
+    if not view.gpu_domains.ok:
+        return unavailable(view.gpu_domains)
+    read = view.gpu_domains.get()
+    name = expected["domain"]
+    own = read.get(node)
+    if own is None:
+        return unknown("this tray's GPUs are in no one NVLink domain (see gpu.fabric-state)")
+    others = {t: read[t] for t in expected["trays"] if t != node and read.get(t) is not None}
+    if not others:
+        return unknown(f"no other tray of {name} read")
+    tally = Counter([own, *others.values()])
+    (top, votes), *_ = tally.most_common()
+    if tally[own] == len(others) + 1:
+        return passed(f"{own}, as the {len(others)} other trays of {name} read")
+    if own == top and votes * 2 > len(others) + 1:
+        return passed(f"{own}, as {votes - 1} of the {len(others)} other trays of {name}")
+    seen = "; ".join(
+        f"{domain} ({', '.join(sorted(t for t, d in others.items() if d == domain))})"
+        for domain, _ in tally.most_common()
+        if domain != own
+    )
+    return failed(f"{own}; {name}'s other trays: {seen}")
+
+
+GPU_NVLINK_DOMAIN = Check(
+    id="gpu.nvlink-domain",
+    title="the trays of a rack-scale NVLink domain all in one domain",
+    spec_fields=("profiles.*.server",),
+    derive=_derive_nvlink_domain,
+    evaluate=_evaluate_nvlink_domain,
+    explain=lambda expected: (
+        f"the same NVLink domain (clique, cluster UUID) as the other trays of {expected['domain']}"
+    ),
+    per_node=True,
 )
 
 

@@ -262,6 +262,9 @@ class ClusterView:
     files_source: str | None = None
     # The validation job the controller ran (`validate --no-jobs`: not gathered).
     job: Fact[JobRun] = NOT_GATHERED
+    # Node -> the one NVLink domain its GPUs report (`clique N of cluster UUID`), None where
+    # they report none or several: the trays of a rack compared with each other.
+    gpu_domains: Fact[Mapping[str, str | None]] = NOT_GATHERED
 
 
 # --- the controller's side: what `derive` reads ------------------------------------------
@@ -287,6 +290,9 @@ class Context:
     node: str = ""
     # The switch the Slurm topology puts the node under (per node).
     switch: str | None = None
+    # The rack-scale NVLink domain the node is a tray of: its name (`nvlNN`, as Slurm's
+    # blocks and monitoring name it) and its trays (per node; None: not a tray).
+    nvlink_domain: tuple[str, tuple[str, ...]] | None = None
 
     @property
     def p(self) -> str:
