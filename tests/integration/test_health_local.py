@@ -378,14 +378,7 @@ def test_reboots_wait_for_the_gpu_driver_and_keep_the_running_job(cluster: Clust
     # (scontrol reboot ASAP nextstate=RESUME); node02's slurmd is stopped, as the slurm role
     # leaves it on a node whose reboot is pending, so bring-up reboots it at once.
     started = {n: cluster.record(n).fields["SlurmdStartTime"] for n in ("node01", "node02")}
-    job = cluster.run(
-        "ctl01", "sbatch", "--parsable", "-w", "node01", "-o", "/dev/null", "--wrap", "sleep 45"
-    ).strip()
-    cluster.wait(
-        "the job running on node01",
-        lambda: "JobState=RUNNING" in cluster.run("ctl01", "scontrol", "show", "job", job),
-        30,
-    )
+    job = sleeping_job(cluster, "node01", 45)
     cluster.run("node02", "systemctl", "stop", "slurmd")
     for node in ("node01", "node02"):
         cluster.run(node, "touch", "/run/reboot-required")
@@ -424,11 +417,26 @@ def test_reboots_wait_for_the_gpu_driver_and_keep_the_running_job(cluster: Clust
     )
 
 
-def remedy(cluster: Cluster, *args: str) -> dict[str, Any]:
+def remedy_pass(cluster: Cluster, *args: str) -> tuple[int, dict[str, Any]]:
+    """One `myriad remedy --json` pass: its exit status and its document."""
     done = myriad("remedy", str(cluster.spec), "--json", *args, state=cluster.state, timeout=600)
     assert done.returncode in (0, 1), done.stdout[-4000:] + done.stderr[-3000:]
     result: dict[str, Any] = json.loads(done.stdout)
-    return result
+    return done.returncode, result
+
+
+def sleeping_job(cluster: Cluster, node: str, seconds: int, *, running: bool = True) -> str:
+    """A batch job that sleeps `seconds` on `node`: its id, once it runs (`running`)."""
+    job = cluster.run(
+        "ctl01", "sbatch", "--parsable", "-w", node, "-o", "/dev/null", "--wrap", f"sleep {seconds}"
+    ).strip()
+    if running:
+        cluster.wait(
+            f"the job running on {node}",
+            lambda: "JobState=RUNNING" in cluster.run("ctl01", "scontrol", "show", "job", job),
+            30,
+        )
+    return job
 
 
 def action_log(cluster: Cluster) -> list[tuple[str, str, str]]:
@@ -453,14 +461,7 @@ def test_remedy_reboots_a_failed_node_then_sends_it_for_repair(cluster: Cluster)
             cluster.run("ctl01", "scontrol", "update", f"NodeName={node}", "State=RESUME")
         cluster.wait(f"{node} idle", lambda n=node: cluster.slurm(n) == (False, ""), 60)
     node01_started = cluster.record("node01").fields["SlurmdStartTime"]
-    job = cluster.run(
-        "ctl01", "sbatch", "--parsable", "-w", "node01", "-o", "/dev/null", "--wrap", "sleep 60"
-    ).strip()
-    cluster.wait(
-        "the job running on node01",
-        lambda: "JobState=RUNNING" in cluster.run("ctl01", "scontrol", "show", "job", job),
-        30,
-    )
+    job = sleeping_job(cluster, "node01", 60)
 
     def fail_a_gpu() -> None:
         cluster.run("node02", "mkdir", "-p", os.path.dirname(FAULT_XML))
@@ -474,12 +475,12 @@ def test_remedy_reboots_a_failed_node_then_sends_it_for_repair(cluster: Cluster)
         )
 
     fail_a_gpu()
-    dry = remedy(cluster, "--dry-run")
+    dry = remedy_pass(cluster, "--dry-run")[1]
     (decision,) = [d for d in dry["plan"]["decisions"] if d["node"] == "node02"]
     assert (decision["status"], decision["action"]) == ("act", "reboot"), decision
     assert action_log(cluster) == []  # a dry run records nothing
     before = cluster.record("node02").fields["SlurmdStartTime"]
-    acted = remedy(cluster)
+    acted = remedy_pass(cluster)[1]
     assert [(o["node"], o["action"], o["status"]) for o in acted["outcomes"]] == [
         ("node02", "reboot", "done")
     ]
@@ -490,7 +491,7 @@ def test_remedy_reboots_a_failed_node_then_sends_it_for_repair(cluster: Cluster)
         lambda: _slurmd_back(cluster, "node02", before),
         180,
     )
-    settled = remedy(cluster)
+    settled = remedy_pass(cluster)[1]
     assert [(r["node"], r["action"], r["result"]) for r in settled["settled"]] == [
         ("node02", "reboot", "succeeded")
     ]
@@ -502,7 +503,7 @@ def test_remedy_reboots_a_failed_node_then_sends_it_for_repair(cluster: Cluster)
     # The same fault again within the escalation window: not another reboot, the next step
     # up for a node that answers, needs-hardware. It stays drained and the hook hears of it.
     fail_a_gpu()
-    escalated = remedy(cluster)
+    escalated = remedy_pass(cluster)[1]
     assert [(o["node"], o["action"], o["status"]) for o in escalated["outcomes"]] == [
         ("node02", "needs-hardware", "done")
     ], escalated["outcomes"]
@@ -636,14 +637,6 @@ def test_accept_finds_the_slow_node_through_slurm_drains_and_readmits_it(cluster
     cluster.wait("node02 back in service", lambda: cluster.slurm("node02") == (False, ""), 60)
 
 
-def remedy_pass(cluster: Cluster) -> tuple[int, dict[str, Any]]:
-    """One `myriad remedy --json` pass: its exit status and its document."""
-    done = myriad("remedy", str(cluster.spec), "--json", state=cluster.state, timeout=600)
-    assert done.returncode in (0, 1), done.stdout[-4000:] + done.stderr[-3000:]
-    result: dict[str, Any] = json.loads(done.stdout)
-    return done.returncode, result
-
-
 def hook_heard(cluster: Cluster) -> str:
     path = cluster.state / HOOK_PAYLOADS
     return path.read_text() if path.exists() else ""
@@ -667,14 +660,7 @@ def test_the_breaker_stops_remediation_when_both_nodes_fail_together(cluster: Cl
         cluster.wait(f"{node} idle", lambda n=node: cluster.slurm(n) == (False, ""), 60)
     started = {n: cluster.record(n).fields["SlurmdStartTime"] for n in ("node01", "node02")}
     logged, heard = action_log(cluster), hook_heard(cluster)
-    job = cluster.run(
-        "ctl01", "sbatch", "--parsable", "-w", "node01", "-o", "/dev/null", "--wrap", "sleep 45"
-    ).strip()
-    cluster.wait(
-        "the job running on node01",
-        lambda: "JobState=RUNNING" in cluster.run("ctl01", "scontrol", "show", "job", job),
-        30,
-    )
+    job = sleeping_job(cluster, "node01", 45)
     try:
         _both_fail_and_the_breaker_holds(cluster, logged, heard)
     finally:
@@ -770,9 +756,7 @@ def test_remedy_resets_the_gpus_of_a_drained_node_only_once_no_process_holds_the
         "drain"
     ]
     set_drain_checks(cluster, "node01", [*drain, "gpu.ecc"])
-    job = cluster.run(
-        "ctl01", "sbatch", "--parsable", "-w", "node02", "-o", "/dev/null", "--wrap", "sleep 30"
-    ).strip()
+    job = sleeping_job(cluster, "node02", 30, running=False)
     try:
         # A process holds the GPUs (another client: no Slurm job), and GPU 3's ECC is off
         # until the next reset.
