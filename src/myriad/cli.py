@@ -23,6 +23,7 @@ from myriad.fsutil import atomic_write_text
 if TYPE_CHECKING:
     from myriad.lifecycle.up import UpResult
     from myriad.ops.nodes import NodeChange
+    from myriad.ops.remedy import RemedyResult
     from myriad.ops.roll_result import RollResult
     from myriad.runner import Tuning
     from myriad.spec.catalog_models import Catalog
@@ -380,23 +381,20 @@ def _cmd_health(args: argparse.Namespace, out: Console, err: Console) -> int:
     return EXIT_OK if report.healthy else EXIT_PROBLEM
 
 
-def _remedy_every(args: argparse.Namespace, out: Console, err: Console) -> int:
+def _remedy_every(
+    args: argparse.Namespace, run_pass: Callable[[], RemedyResult], out: Console, err: Console
+) -> int:
     """`remedy --every S`: passes until SIGTERM or Ctrl-C, which end it after the pass in
     progress (exit 0); with --json one document a line per pass."""
     import signal
     import threading
 
-    from myriad.ops.remedy import MIN_EVERY_S, RemedyResult, remedy, remedy_every
+    from myriad.ops.remedy import MIN_EVERY_S, remedy_every
 
     if args.every < MIN_EVERY_S:
         raise BadArguments(
             f"--every {args.every}: at least {MIN_EVERY_S} s between passes (a reboot "
             "through Slurm takes minutes)"
-        )
-
-    def run_pass() -> RemedyResult:
-        return remedy(
-            args.spec, dry_run=args.dry_run, stack=args.stack, stack_outputs=args.stack_outputs
         )
 
     def report(result: RemedyResult | str) -> None:
@@ -426,11 +424,14 @@ def _remedy_every(args: argparse.Namespace, out: Console, err: Console) -> int:
 def _cmd_remedy(args: argparse.Namespace, out: Console, err: Console) -> int:
     from myriad.ops.remedy import remedy
 
+    def run_pass() -> RemedyResult:
+        return remedy(
+            args.spec, dry_run=args.dry_run, stack=args.stack, stack_outputs=args.stack_outputs
+        )
+
     if args.every is not None:
-        return _remedy_every(args, out, err)
-    result = remedy(
-        args.spec, dry_run=args.dry_run, stack=args.stack, stack_outputs=args.stack_outputs
-    )
+        return _remedy_every(args, run_pass, out, err)
+    result = run_pass()
     if args.json:
         sys.stdout.write(json.dumps({"format": JSON_FORMAT, **result.to_dict()}, indent=2) + "\n")
     else:

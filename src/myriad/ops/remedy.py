@@ -52,7 +52,7 @@ from myriad.health.remedy import (
     log_document,
     read_log,
 )
-from myriad.health.report import HealthReport, NodeHealth
+from myriad.health.report import HealthGathering, HealthReport, NodeHealth
 from myriad.ops.slurm import COMMAND_TIMEOUT_S, HEALTH_PREFIX, Completed, Job, Slurm
 from myriad.ops.slurm import NodeState as SlurmNode
 from myriad.render.monitoring import TEXTFILE_DIRECTORY
@@ -599,7 +599,7 @@ def remedy(
 
 
 def _one_pass(
-    gathering: Any,
+    gathering: HealthGathering,
     policy: Remediation,
     act: Actuators,
     root: Path,
