@@ -7,7 +7,9 @@ import pytest
 from myriad.plan.cable_runs import RackPosition, Routing, run_length_mm
 
 # A hall chosen for round figures: 600 mm racks, 42U, 300 mm per tray bend, 250 mm slack.
-HALL = Routing(rack_width_mm=600, rack_units=42, tray_allowance_mm=300, slack_mm=250)
+HALL = Routing(
+    rack_width_mm=600, rack_units=42, tray_allowance_mm=300, slack_mm=250, row_pitch_mm=2400
+)
 
 
 def test_same_rack_runs_the_unit_distance_plus_slack_at_both_ends() -> None:
@@ -45,5 +47,17 @@ def test_a_unit_outside_the_rack_is_refused(unit: int) -> None:
 
 
 def test_a_negative_rack_is_refused() -> None:
-    with pytest.raises(ValueError, match="rack index -1 is negative"):
+    with pytest.raises(ValueError, match="rack index -1 in row 0 is negative"):
         run_length_mm(RackPosition(-1, 1), RackPosition(0, 1), HALL)
+
+
+def test_between_rows_the_tray_crosses_the_rows_then_runs_along_the_row() -> None:
+    # row 0 rack 2 U40 to row 3 rack 5 U42: climb 2 U * 44.45 = 88.9 mm; across rows
+    # 3 * 2400 = 7200; along the row 3 * 600 = 1800; bends 600; slack 500: 10188.9 mm
+    length = run_length_mm(RackPosition(2, 40, row=0), RackPosition(5, 42, row=3), HALL)
+    assert length == pytest.approx(10188.9)
+
+
+def test_same_rack_index_in_another_row_is_not_the_same_rack() -> None:
+    # U42 to U42, rack 0 of rows 0 and 1: 2400 + 600 bends + 500 slack = 3500 mm
+    assert run_length_mm(RackPosition(0, 42, row=0), RackPosition(0, 42, row=1), HALL) == 3500

@@ -16,6 +16,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    NonNegativeInt,
     PositiveFloat,
     PositiveInt,
     field_validator,
@@ -1105,6 +1106,32 @@ class Facility(_Model):
     )
     power_limit_mw: PositiveFloat | None = Field(
         default=None, le=100_000, description="Facility power available to this cluster, MW"
+    )
+    # Where racks stand, for cable lengths. No vendor publishes a hall's figures: these
+    # defaults are Myriad's stated assumptions, printed with every length they produce.
+    racks_per_row: PositiveInt = Field(
+        default=16,
+        le=1000,
+        description="Racks in one row; server racks fill rows first, "
+        "switch racks start a row of their own",
+    )
+    rack_width_mm: PositiveInt = Field(
+        default=600, le=2000, description="Distance between neighbouring racks' centres, mm"
+    )
+    row_pitch_mm: PositiveInt = Field(
+        default=2400,
+        le=20_000,
+        description="Distance between neighbouring rows, mm (default: 1,200 mm rack depth and "
+        "a 1,200 mm aisle)",
+    )
+    tray_drop_mm: NonNegativeInt = Field(
+        default=600,
+        le=5000,
+        description="Cable from a rack's top into the overhead tray and back, mm, once at each "
+        "rack a run leaves or enters",
+    )
+    cable_slack_mm: NonNegativeInt = Field(
+        default=300, le=5000, description="Service loop left at each end of a cable, mm"
     )
 
 
