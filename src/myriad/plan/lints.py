@@ -249,6 +249,7 @@ def rack_power(loaded: LoadedSpec, plan: Plan) -> Iterator[Finding]:
                 path=("pools", index, "profile"),
                 numbers={"server_kw": pool.server_kw, "rack_kw": facility.rack_kw},
             )
+    yield from _tor_rack_fit(loaded, plan)
     if facility.cooling == "air" and facility.rack_kw > AIR_COOLED_RACK_KW:
         yield Finding(
             id="rack-cooling",
@@ -261,6 +262,41 @@ def rack_power(loaded: LoadedSpec, plan: Plan) -> Iterator[Finding]:
             path=("facility", "rack_kw"),
             numbers={"rack_kw": facility.rack_kw, "air_limit_kw": AIR_COOLED_RACK_KW},
         )
+
+
+def _tor_rack_fit(loaded: LoadedSpec, plan: Plan) -> Iterator[Finding]:
+    """A ToR rack holds leaf_nodes servers and their leaves: both must fit its budgets."""
+    facility = loaded.spec.facility
+    for fill in plan.power.rack_fills:
+        if not fill.tor_leaves:
+            continue
+        units = fill.per_rack * fill.units_each + fill.tor_units
+        kw = fill.per_rack * fill.kw_each + fill.tor_kw
+        what = (
+            f"a rack of {fill.per_rack} {fill.profile} servers and {fill.tor_leaves} leaf "
+            f"switch{'es' if fill.tor_leaves != 1 else ''} (network.topology.leaf_nodes)"
+        )
+        if units > facility.rack_units:
+            yield Finding(
+                id="rack-tor",
+                severity="error",
+                message=f"{what} takes {units} U, more than the {facility.rack_units} U of a "
+                "rack (facility.rack_units)",
+                suggestion="lower leaf_nodes, or raise facility.rack_units if the racks are taller",
+                path=("network", "topology", "leaf_nodes"),
+                numbers={"units": units, "rack_units": facility.rack_units},
+            )
+        if kw > facility.rack_kw + 1e-9:
+            yield Finding(
+                id="rack-tor",
+                severity="error",
+                message=f"{what} draws {kw:g} kW, more than the {facility.rack_kw:g} kW a rack "
+                "may draw (facility.rack_kw)",
+                suggestion="lower leaf_nodes, or raise facility.rack_kw with the cooling to "
+                "carry it",
+                path=("network", "topology", "leaf_nodes"),
+                numbers={"rack_kw_needed": kw, "rack_kw": facility.rack_kw},
+            )
 
 
 def _rack_system_fit(loaded: LoadedSpec, domains: NvlinkDomains, index: int) -> Iterator[Finding]:

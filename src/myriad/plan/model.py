@@ -100,7 +100,9 @@ class Fabric:
 @dataclass(frozen=True, slots=True)
 class RackFill:
     """One profile's servers in racks, in order: `full` racks of `per_rack`, then one of
-    `rest` (0: none). `over_budget`: one server alone exceeds the rack's kW (a rack each)."""
+    `rest` (0: none). `over_budget`: one server alone exceeds the rack's kW (a rack each).
+    `tor_leaves`: in a ToR design, the leaf switches standing in each rack, with their
+    rack units and kW."""
 
     profile: str
     roles: tuple[str, ...]
@@ -110,6 +112,9 @@ class RackFill:
     units_each: int
     kw_each: float
     over_budget: bool
+    tor_leaves: int = 0
+    tor_units: int = 0
+    tor_kw: float = 0.0
 
     @property
     def racks(self) -> int:

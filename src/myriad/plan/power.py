@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Iterable, Iterator
 
 from myriad.plan.model import Fabric, Power, RackFill
 from myriad.plan.nvlink import rack_system_of
@@ -103,19 +104,76 @@ def _racks_of(units: int, kw: float, rack_units: int, rack_kw: float) -> int:
     return max(math.ceil(units / rack_units), math.ceil(kw / rack_kw - _FLOOR_TOLERANCE))
 
 
-def _switch_racks(spec: Cluster, catalog: Catalog, fabric: Fabric | None) -> tuple[int, float]:
-    """Rack units and kW of every switch: the compute fabric and those declared."""
-    units, kw = 0, 0.0
+def pack_racks(
+    devices: Iterable[tuple[int, float]], rack_units: int, rack_kw: float
+) -> Iterator[tuple[int, int]]:
+    """(rack, lowest unit) of each device of (units, kW), in order: a device goes in the
+    current rack while its units and kW fit, else it opens the next one. A device that
+    alone exceeds a rack still gets one of its own (the rack lints say so)."""
+    rack, used_units, used_kw = -1, rack_units, rack_kw
+    for units, kw in devices:
+        over = used_units + units > rack_units or used_kw + kw > rack_kw + _FLOOR_TOLERANCE
+        if rack < 0 or (over and used_units > 0):
+            rack, used_units, used_kw = rack + 1, 0, 0.0
+        yield rack, used_units + 1
+        used_units += units
+        used_kw += kw
+
+
+def tor_leaves(spec: Cluster, fabric: Fabric | None) -> bool:
+    """A ToR design (`topology.leaf_nodes`): each leaf stands in the rack of its nodes."""
+    return fabric is not None and spec.network.topology.leaf_nodes is not None
+
+
+def switch_devices(
+    spec: Cluster, catalog: Catalog, fabric: Fabric | None
+) -> Iterator[tuple[str, int, float]]:
+    """(kind, units, kW) of every switch that stands in a switch rack, in the order they
+    are racked: the fabric's leaves (unless each stands in its nodes' rack), spines and core
+    switches, then the declared front-end, storage and management switches."""
     if fabric is not None:
         leaf, spine = catalog.switches[fabric.leaf_model], catalog.switches[fabric.spine_model]
-        units += fabric.leaves * leaf.rack_units
-        units += (fabric.spines + fabric.core_switches) * spine.rack_units
-        kw += fabric.switch_kw
+        if not tor_leaves(spec, fabric):
+            for _ in range(fabric.leaves):
+                yield "leaf", leaf.rack_units, leaf.power_w / WATTS_PER_KW
+        for _ in range(fabric.spines + fabric.core_switches):
+            yield "spine", spine.rack_units, spine.power_w / WATTS_PER_KW
     for group in spec.network.switches:
         model = catalog.switches[group.model]
-        units += group.count * model.rack_units
-        kw += group.count * model.power_w / WATTS_PER_KW
-    return units, kw
+        for _ in range(group.count):
+            yield group.model, model.rack_units, model.power_w / WATTS_PER_KW
+
+
+def _switch_racks(spec: Cluster, catalog: Catalog, fabric: Fabric | None) -> int:
+    facility = spec.facility
+    devices = ((units, kw) for _, units, kw in switch_devices(spec, catalog, fabric))
+    last = max(
+        (rack for rack, _ in pack_racks(devices, facility.rack_units, facility.rack_kw)), default=-1
+    )
+    return last + 1
+
+
+def _tor_racks(
+    spec: Cluster, catalog: Catalog, fabric: Fabric | None
+) -> tuple[dict[str, int], tuple[int, int, float]]:
+    """In a ToR design: servers per rack of each compute profile (`leaf_nodes`), and the
+    leaves, their units and kW that stand in each of those racks (the fabric's leaves over
+    its racks of nodes, rounded up)."""
+    if fabric is None or not tor_leaves(spec, fabric):
+        return {}, (0, 0, 0.0)
+    per_rack = spec.network.topology.leaf_nodes or 1
+    profiles = {pool.profile for pool in spec.pools_with_role("compute")}
+    counts = Counter[str]()
+    for pool in spec.pools:
+        if pool.profile in profiles:
+            counts[pool.profile] += pool.count
+    racks = sum(math.ceil(count / per_rack) for count in counts.values())
+    leaves = math.ceil(fabric.leaves / racks) if racks else 0
+    leaf = catalog.switches[fabric.leaf_model]
+    return (
+        dict.fromkeys(profiles, per_rack),
+        (leaves, leaves * leaf.rack_units, leaves * leaf.power_w / WATTS_PER_KW),
+    )
 
 
 def plan_power(spec: Cluster, catalog: Catalog, fabric: Fabric | None) -> Power:
@@ -128,6 +186,7 @@ def plan_power(spec: Cluster, catalog: Catalog, fabric: Fabric | None) -> Power:
         counts[pool.profile] += pool.count
         if pool.role not in roles.setdefault(pool.profile, []):
             roles[pool.profile].append(pool.role)
+    tor_racks, tor_switches = _tor_racks(spec, catalog, fabric)
     gpus = servers = 0.0
     by_power = by_space = racks = 0
     per_rack: list[int] = []
@@ -141,7 +200,11 @@ def plan_power(spec: Cluster, catalog: Catalog, fabric: Fabric | None) -> Power:
         gpus += count * gpu_kw(profile, catalog)
         servers += count * kw
         system = rack_system_of(profile, catalog)
-        if system is None:
+        if name in tor_racks:
+            # The design states the rack: leaf_nodes servers under their ToR leaves.
+            power_fit = space_fit = fit = tor_racks[name]
+            over = False
+        elif system is None:
             power_fit = _fits(facility.rack_kw, kw)
             space_fit = _fits(facility.rack_units, units)
             fit = min(power_fit, space_fit)
@@ -156,13 +219,24 @@ def plan_power(spec: Cluster, catalog: Catalog, fabric: Fabric | None) -> Power:
         racks += _racks_for(count, fit)
         per_rack.append(fit)
         full, rest = divmod(count, fit) if fit else (count, 0)
-        fills.append(RackFill(name, tuple(roles[name]), max(fit, 1), full, rest, units, kw, over))
+        fills.append(
+            RackFill(
+                name,
+                tuple(roles[name]),
+                max(fit, 1),
+                full,
+                rest,
+                units,
+                kw,
+                over,
+                *(tor_switches if name in tor_racks else (0, 0, 0.0)),
+            )
+        )
     switches = fabric.switch_kw if fabric is not None else 0.0
     other_switches = sum(
         g.count * catalog.switches[g.model].power_w / WATTS_PER_KW for g in spec.network.switches
     )
-    switch_units, all_switch_kw = _switch_racks(spec, catalog, fabric)
-    switch_racks = _racks_of(switch_units, all_switch_kw, facility.rack_units, facility.rack_kw)
+    switch_racks = _switch_racks(spec, catalog, fabric)
     storage_kw = sum(s.count * s.power_kw for s in spec.storage.systems)
     storage_racks = sum(
         _racks_of(

@@ -57,6 +57,14 @@ _RULES = (
         acceptable=False,
     ),
     Rule(
+        "rack-tor",
+        "A ToR design (topology.leaf_nodes) puts that many servers and their leaf switches in "
+        "one rack: the rack must hold their rack units and carry their power.",
+        "Fewer servers per leaf (leaf_nodes), a higher facility.rack_kw with the cooling to "
+        "match, or taller racks (facility.rack_units).",
+        acceptable=False,
+    ),
+    Rule(
         "rack-cooling",
         "Air cooling is commonly limited to roughly 30-40 kW per rack (REFERENCE.md).",
         "Liquid cooling (rear-door or direct-to-chip), or a lower facility.rack_kw.",
