@@ -18,10 +18,13 @@ from headless_chromium import headless_chromium
 from myriad.cli import main
 from myriad.health import report as health
 from myriad.node.checks import CheckResult
+from myriad.plan.pipeline import plan_spec
 from myriad.validate.report import ValidationReport, keep_last
+from myriad.views.rack_svg import rack_picture
 
 ROOT = Path(__file__).resolve().parents[1]
 ROCE = ROOT / "inventories" / "roce-10k" / "cluster.yaml"
+META = ROOT / "tests" / "plan" / "specs" / "meta-24k-roce.yaml"
 SECTIONS = (
     "summary",
     "bom",
@@ -77,6 +80,18 @@ def test_the_rack_picture_draws_each_kind_of_rack_once(tmp_path: Path) -> None:
     # 1 + 208 + 1 + 4: the plan's 214 racks, each kind drawn once.
     assert sorted(drawn) == [1, 1, 4, 208]
     assert racks.count("<svg") == 1
+
+
+def test_a_tor_design_draws_its_leaf_in_the_server_rack() -> None:
+    # Meta's 24K cluster: two 8 U, 10.2 kW servers and their 1 kW RTSW a rack (20.4 + 1 =
+    # 21.4 kW); the switch racks hold the 144 CTSW and 7 ATSW only, not the 1,536 RTSW.
+    plan = plan_spec(META).to_dict()["plan"]
+    racks = rack_picture(plan["power"], plan["fabric"])
+    times = "\N{MULTIPLICATION SIGN}"
+    assert f"2 {times} 8 U + 1 ToR, 21.4 of 40 kW" in racks
+    assert "<title>1 ToR leaf switch</title>" in racks
+    assert "144 spines, 7 core" in racks and "leaves" not in racks
+    assert ">ToR leaf</text>" in racks
 
 
 def test_the_heat_map_groups_nodes_by_island(tmp_path: Path) -> None:

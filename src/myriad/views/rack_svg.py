@@ -15,11 +15,15 @@ from typing import Any
 
 UNIT_PX = 5
 RACK_W = 96
-GAP = 34
+# Room between racks for the captions under them ("2 x 8 U + 1 ToR, 21.4 of 40 kW").
+GAP = 120
 TOP = 44
 BOTTOM = 46
+LEGEND_W = 460
+LEGEND_H = 22
 ROLE_COLOURS = {"compute": "#4c78a8", "controller": "#f58518", "login": "#54a24b"}
 OTHER_COLOUR = "#9d9d9d"
+SWITCH_COLOUR = "#b279a2"
 TIMES = "\N{MULTIPLICATION SIGN}"
 
 
@@ -54,11 +58,16 @@ def rack_picture(power: Mapping[str, Any], fabric: Mapping[str, Any] | None) -> 
     rack_kw = float(power.get("rack_kw") or 0.0)
     height = units * UNIT_PX
     parts: list[str] = []
-    x = 10
+    x = GAP // 2
+    tor_in_racks = any(fill.get("tor_leaves") for fill in power.get("rack_fills") or [])
     for title, note, count, servers, fill in _kinds(power):
         each_kw = float(fill["kw_each"])
+        tor, tor_units = int(fill.get("tor_leaves") or 0), int(fill.get("tor_units") or 0)
         size = f"{servers} {TIMES} {int(fill['units_each'])} U"
-        used = f"{size}, {servers * each_kw:,.1f} of {rack_kw:g} kW"
+        if tor:
+            size += f" + {tor} ToR"
+        rack_used_kw = servers * each_kw + float(fill.get("tor_kw") or 0.0)
+        used = f"{size}, {rack_used_kw:,.1f} of {rack_kw:g} kW"
         parts += _rack(x, height, title, note, count)
         roles: Sequence[str] = fill.get("roles") or []
         colour = ROLE_COLOURS.get(roles[0], OTHER_COLOUR) if roles else OTHER_COLOUR
@@ -72,13 +81,20 @@ def rack_picture(power: Mapping[str, Any], fabric: Mapping[str, Any] | None) -> 
                 f"fill='{colour}' rx='2'><title>{escape(title)}: "
                 f"{escape(', '.join(roles))}, {each_kw:g} kW</title></rect>"
             )
+        if tor:
+            # The ToR leaves at the rack's top, where the layout stands them.
+            parts.append(
+                f"<rect x='{x + 4}' y='{TOP + 1}' width='{RACK_W - 8}' "
+                f"height='{tor_units * UNIT_PX - 2}' fill='{SWITCH_COLOUR}' rx='2'>"
+                f"<title>{tor} ToR leaf switch{'es' if tor != 1 else ''}</title></rect>"
+            )
         parts.append(
             f"<text x='{x + RACK_W / 2}' y='{TOP + height + 32}' text-anchor='middle' "
             f"class='m'>{escape(used)}</text>"
         )
         x += RACK_W + GAP
     others = [
-        ("switches", int(power.get("switch_racks") or 0), _switch_note(fabric)),
+        ("switches", int(power.get("switch_racks") or 0), _switch_note(fabric, tor_in_racks)),
         ("storage", int(power.get("storage_racks") or 0), "storage systems"),
     ]
     for title, count, note in others:
@@ -92,7 +108,9 @@ def rack_picture(power: Mapping[str, Any], fabric: Mapping[str, Any] | None) -> 
         x += RACK_W + GAP
     if not parts:
         return ""
-    width, full_height = x, TOP + height + BOTTOM
+    legend_y = TOP + height + BOTTOM
+    parts += _legend(legend_y)
+    width, full_height = max(x - GAP // 2, LEGEND_W), legend_y + LEGEND_H
     style = (
         "<style>.t{font:600 12px sans-serif;fill:#1b2330}.m{font:11px sans-serif;fill:#5b6676}"
         ".rack{fill:#f4f6f9;stroke:#5b6676;stroke-width:1.5}</style>"
@@ -105,9 +123,24 @@ def rack_picture(power: Mapping[str, Any], fabric: Mapping[str, Any] | None) -> 
     )
 
 
-def _switch_note(fabric: Mapping[str, Any] | None) -> str:
+def _legend(y: int) -> list[str]:
+    entries = [*ROLE_COLOURS.items(), ("other", OTHER_COLOUR), ("ToR leaf", SWITCH_COLOUR)]
+    parts = []
+    for n, (label, colour) in enumerate(entries):
+        x = 10 + n * 90
+        parts.append(f"<rect x='{x}' y='{y}' width='12' height='12' fill='{colour}' rx='2'/>")
+        parts.append(f"<text x='{x + 17}' y='{y + 10}' class='m'>{escape(label)}</text>")
+    return parts
+
+
+def _switch_note(fabric: Mapping[str, Any] | None, tor_in_racks: bool) -> str:
+    """What the switch racks hold; ToR leaves stand in the server racks instead."""
     if not fabric:
         return "declared switches"
     leaves, spines = fabric.get("leaves") or 0, fabric.get("spines") or 0
     core = fabric.get("core_switches") or 0
-    return f"{leaves:,} leaves, {spines:,} spines" + (f", {core:,} core" if core else "")
+    held = [] if tor_in_racks else [f"{leaves:,} leaves"]
+    held.append(f"{spines:,} spines")
+    if core:
+        held.append(f"{core:,} core")
+    return ", ".join(held)
