@@ -20,6 +20,7 @@ from myriad.health import report as health
 from myriad.node.checks import CheckResult
 from myriad.plan.pipeline import plan_spec
 from myriad.validate.report import ValidationReport, keep_last
+from myriad.views.floor_svg import floor_picture
 from myriad.views.rack_svg import rack_picture
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -79,7 +80,8 @@ def test_the_rack_picture_draws_each_kind_of_rack_once(tmp_path: Path) -> None:
     drawn = [int(n.replace(",", "")) for n in re.findall(rf"{times} ([\d,]+) racks?<", racks)]
     # 1 + 208 + 1 + 4: the plan's 214 racks, each kind drawn once.
     assert sorted(drawn) == [1, 1, 4, 208]
-    assert racks.count("<svg") == 1
+    # The elevations and the floor: one picture each.
+    assert racks.count("<svg") == 2
 
 
 def test_a_tor_design_draws_its_leaf_in_the_server_rack() -> None:
@@ -92,6 +94,23 @@ def test_a_tor_design_draws_its_leaf_in_the_server_rack() -> None:
     assert "<title>1 ToR leaf switch</title>" in racks
     assert "144 spines, 7 core" in racks and "leaves" not in racks
     assert ">ToR leaf</text>" in racks
+
+
+def test_the_floor_draws_rows_alike_once() -> None:
+    # Meta's 24K: 1,536 RTSW racks and 1 controller rack fill 96 rows of 16 and one rack
+    # (R01-R96, R97); the 151 switch racks start row 98: 9 rows of 16 and 7 racks.
+    plan = plan_spec(META).to_dict()["plan"]
+    floor = floor_picture(plan["power"])
+    times = "\N{MULTIPLICATION SIGN}"
+    rows = re.findall(r"class='t'>(R[\d-]+R?\d*)</text>", floor)
+    assert rows == ["R01-R96", "R97", "R98-R106", "R107"]
+    assert f"{times} 96 rows alike" in floor and f"{times} 9 rows alike" in floor
+    assert floor.count("<title>switches</title>") == 16 + 7
+    assert [
+        label
+        for label in ("grand-teton", "cpu-server", "switches", "storage")
+        if f">{label}</text>" in floor
+    ] == ["grand-teton", "cpu-server", "switches"]
 
 
 def test_the_heat_map_groups_nodes_by_island(tmp_path: Path) -> None:

@@ -149,6 +149,8 @@ class Power:
     # The budgets every rack was counted against (facility.rack_units, facility.rack_kw).
     rack_units: int = 42
     rack_kw: float = 0.0
+    # Racks in a row (facility.racks_per_row): the layout's rows.
+    racks_per_row: int = 16
 
 
 @dataclass(frozen=True, slots=True)

@@ -274,4 +274,5 @@ def plan_power(spec: Cluster, catalog: Catalog, fabric: Fabric | None) -> Power:
         rack_fills=tuple(fills),
         rack_units=facility.rack_units,
         rack_kw=facility.rack_kw,
+        racks_per_row=facility.racks_per_row,
     )

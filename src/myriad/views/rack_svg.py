@@ -25,6 +25,10 @@ ROLE_COLOURS = {"compute": "#4c78a8", "controller": "#f58518", "login": "#54a24b
 OTHER_COLOUR = "#9d9d9d"
 SWITCH_COLOUR = "#b279a2"
 TIMES = "\N{MULTIPLICATION SIGN}"
+STYLE = (
+    "<style>.t{font:600 12px sans-serif;fill:#1b2330}.m{font:11px sans-serif;fill:#5b6676}"
+    ".rack{fill:#f4f6f9;stroke:#5b6676;stroke-width:1.5}</style>"
+)
 
 
 def _kinds(power: Mapping[str, Any]) -> list[tuple[str, str, int, int, Mapping[str, Any]]]:
@@ -111,13 +115,9 @@ def rack_picture(power: Mapping[str, Any], fabric: Mapping[str, Any] | None) -> 
     legend_y = TOP + height + BOTTOM
     parts += _legend(legend_y)
     width, full_height = max(x - GAP // 2, LEGEND_W), legend_y + LEGEND_H
-    style = (
-        "<style>.t{font:600 12px sans-serif;fill:#1b2330}.m{font:11px sans-serif;fill:#5b6676}"
-        ".rack{fill:#f4f6f9;stroke:#5b6676;stroke-width:1.5}</style>"
-    )
     return (
         f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{full_height}' "
-        f"viewBox='0 0 {width} {full_height}' role='img' aria-label='racks'>{style}"
+        f"viewBox='0 0 {width} {full_height}' role='img' aria-label='racks'>{STYLE}"
         + "".join(parts)
         + "</svg>"
     )

@@ -15,6 +15,7 @@ from html import escape
 from typing import Any
 
 from myriad import __version__
+from myriad.views.floor_svg import floor_picture
 from myriad.views.rack_svg import rack_picture
 
 _STYLE = """
@@ -318,7 +319,14 @@ def render_report(
     ]
     racks = rack_picture(plan.get("power") or {}, plan.get("fabric"))
     if racks:
-        parts.append(_section("racks", "Racks", f"<div class='figure'>{racks}</div>"))
+        floor = floor_picture(plan.get("power") or {})
+        parts.append(
+            _section(
+                "racks",
+                "Racks",
+                f"<div class='figure'>{racks}</div><div class='figure'>{floor}</div>",
+            )
+        )
     if fabric_svg:
         parts.append(_section("fabric", "Fabric", f"<div class='figure'>{fabric_svg}</div>"))
     if validation is not None:
