@@ -8,7 +8,15 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PositiveFloat, PositiveInt
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PositiveFloat,
+    PositiveInt,
+    model_validator,
+)
 
 
 def whole_number(value: object) -> object:
@@ -103,6 +111,61 @@ class SwitchModel(_Entry):
         le=8,
         description="Ports sharing one transceiver cage (2: twin-port OSFP such as QM9700)",
     )
+
+
+CableKind = Literal["dac", "acc", "optics"]
+CableEnds = Literal["switch-switch", "switch-host"]
+
+
+class CableModel(_Entry):
+    """A cable family of the compute fabric: passive copper, active copper, or optics (a
+    fibre with a transceiver at each end), and the lengths or reach it comes in."""
+
+    kind: CableKind = Field(
+        description="dac: passive copper; acc: active copper; optics: a fibre and two "
+        "transceivers. The planner prefers them in that order, cheapest first"
+    )
+    speed_gbps: Annotated[Literal[200, 400, 800], Whole] = Field(
+        description="Line rate of each port the cable serves, Gb/s (400 for a twin-port "
+        "2x400G OSFP cable)"
+    )
+    part: str = Field(
+        min_length=1,
+        description="Part number family as the vendor prints it (MCP4Y10-Nxxx); for optics "
+        "the transceiver at each end",
+    )
+    ends: CableEnds | None = Field(
+        default=None,
+        description="switch-switch: between switches only; switch-host: switch to network "
+        "cards; none: either",
+    )
+    lengths_mm: tuple[PositiveInt, ...] = Field(
+        default=(),
+        description="Lengths it is sold in, mm, ascending; copper needs them, optics may "
+        "give max_reach_mm alone",
+    )
+    max_reach_mm: PositiveInt | None = Field(
+        default=None,
+        description="Longest link the optics carry, mm, patch panels included; none: the "
+        "longest of lengths_mm",
+    )
+
+    @model_validator(mode="after")
+    def _lengths_fit(self) -> CableModel:
+        if list(self.lengths_mm) != sorted(set(self.lengths_mm)):
+            raise ValueError("lengths_mm must be ascending with no length twice")
+        if self.kind != "optics" and self.max_reach_mm is not None:
+            raise ValueError("copper reaches its longest length: give lengths_mm only")
+        if not self.lengths_mm and self.max_reach_mm is None:
+            raise ValueError("give lengths_mm (or, for optics, max_reach_mm)")
+        if self.lengths_mm and self.max_reach_mm and self.lengths_mm[-1] > self.max_reach_mm:
+            raise ValueError("a sold length cannot exceed max_reach_mm")
+        return self
+
+    @property
+    def reach_mm(self) -> int:
+        """The longest run this family covers."""
+        return self.max_reach_mm or self.lengths_mm[-1]
 
 
 class ServerCpu(BaseModel):
@@ -215,6 +278,11 @@ class Catalog(BaseModel):
         default_factory=dict,
         description="NVIDIA driver branches still supported, by major version; others have ended",
     )
+    cables: dict[str, CableModel] = Field(
+        default_factory=dict,
+        description="Cable and optics families of the compute fabric by part family name; "
+        "the planner picks one per cable from its run length and speed",
+    )
 
     def merged_with(self, other: Catalog) -> Catalog:
         """Entries of `other` add to or replace entries of this catalog, name by name."""
@@ -225,4 +293,5 @@ class Catalog(BaseModel):
             servers={**self.servers, **other.servers},
             racks={**self.racks, **other.racks},
             driver_branches={**self.driver_branches, **other.driver_branches},
+            cables={**self.cables, **other.cables},
         )
