@@ -11,7 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from myriad.plan.cabling import CSV_COLUMNS, cable_totals, cabling_csv, iter_cables
+from myriad.plan.cabling import (
+    CSV_COLUMNS,
+    cable_totals,
+    cabling_csv,
+    iter_cables,
+    placed_cables,
+)
+from myriad.plan.layout import plan_layout
 from myriad.plan.pipeline import plan_spec
 from myriad.render.inventory import build_inventory
 
@@ -104,21 +111,40 @@ def test_totals_agree_with_the_plan_and_every_port_is_used_once(path: Path) -> N
 
 
 def test_csv_has_a_header_and_one_line_per_cable() -> None:
-    cables, _ = _cables(STARTER)
-    text = "".join(cabling_csv(cables))
+    result = plan_spec(STARTER)
+    assert result.plan is not None and result.plan.fabric is not None
+    spec, catalog, fabric = result.loaded.spec, result.loaded.catalog, result.plan.fabric
+    layout = plan_layout(spec, catalog, fabric, result.plan.power)
+    text = "".join(cabling_csv(placed_cables(spec, catalog, fabric, layout)))
     rows = list(csv.reader(io.StringIO(text)))
     assert tuple(rows[0]) == CSV_COLUMNS
+    # gpu01 in rack 2 of row 1 (the head node's rack is first), the leaf in the network
+    # row: 2,400 mm across rows, 600 along, 82 U of climb (3,644.9 mm), 1,200 mm of tray
+    # drops and 600 of slack: 8,444.9 mm, optics by reach (no sold length catalogued).
     assert rows[1] == [
         "1",
         "node-leaf",
+        "R01-02",
+        "1",
         "gpu01",
         "1",
         "mlx5_0",
+        "",
+        "",
+        "R02-01",
+        "1",
         "is00-leaf001",
+        "1",
+        "1",
         "1",
         "0",
         "0",
         "400",
+        "8.445",
+        "optics",
+        "MMA4Z00-NS + MMA4Z00-NS400",
+        "",
+        "#1 R01-02 U1 gpu01 mlx5_0 / R02-01 U1 is00-leaf001 P1",
     ]
     assert len(rows) == 65
 

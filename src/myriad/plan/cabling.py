@@ -15,19 +15,24 @@ counted over its leaves in order, goes to spine g mod spines (the striping the s
 uses), and a spine takes its leaf links on ports 1, 2, ... in that order; its core links
 follow on the ports above. Core links are striped over the core switches the same way.
 
-The spec has no rack positions, so no row says a cable's reach or class (copper or
-optics); the plan's transceiver count stays the conservative figure.
+`placed_cables` adds where each end stands (`myriad.plan.layout`: rack, rack unit, and a
+switch port's cage and lane), the run's length from those positions and the facility's
+figures, the media that length and speed allow (`myriad.plan.media`) and a label to print:
+the contractor's sheet. The plan's own transceiver count stays the conservative figure
+(optics everywhere); the sheet's totals count what its media need.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import math
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
 
+from myriad.plan.cable_runs import run_length_mm
 from myriad.plan.fabric import (
     _group_planes,
     _group_spines,
@@ -43,6 +48,8 @@ from myriad.plan.fabric import (
     leaf_uplinks,
     spine_name,
 )
+from myriad.plan.layout import RackLayout
+from myriad.plan.media import choose_media
 from myriad.plan.model import Fabric
 from myriad.plan.ports import Port, ports
 from myriad.spec.catalog_models import Catalog
@@ -52,14 +59,27 @@ CableTier = Literal["node-leaf", "leaf-spine", "spine-core"]
 CSV_COLUMNS = (
     "cable",
     "tier",
+    "a_rack",
+    "a_unit",
     "a_device",
     "a_port",
     "a_hca",
+    "a_cage",
+    "a_lane",
+    "b_rack",
+    "b_unit",
     "b_device",
     "b_port",
+    "b_cage",
+    "b_lane",
     "rail",
     "island",
     "speed_gbps",
+    "length_m",
+    "media",
+    "part",
+    "part_m",
+    "label",
 )
 
 
@@ -80,9 +100,29 @@ class Cable:
     rail: int | None
     island: int | None
     speed_gbps: int
+    # Filled by `placed_cables`; a logical cable (the fabric check's) leaves them empty.
+    a_rack: str = ""
+    a_unit: int | None = None
+    a_cage: int | None = None
+    a_lane: int | None = None
+    b_rack: str = ""
+    b_unit: int | None = None
+    b_cage: int | None = None
+    b_lane: int | None = None
+    # The run measured along its route; `part_m` the sold length that covers it (empty
+    # where the catalog has none, as for optics listed by reach).
+    length_m: float | None = None
+    media: str = ""
+    part: str = ""
+    part_m: float | None = None
+    label: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        # Not dataclasses.asdict: its deep copy is most of the time of a 1M-GPU sheet.
+        return {name: getattr(self, name) for name in _CABLE_FIELDS}
+
+
+_CABLE_FIELDS = tuple(field.name for field in fields(Cable))
 
 
 def node_port_name(port: Port, fabric: str) -> str:
@@ -223,18 +263,61 @@ def iter_cables(spec: Cluster, catalog: Catalog, fabric: Fabric) -> Iterator[Cab
 
 
 def _numbered(cable: Cable, number: int) -> Cable:
-    return Cable(
-        number,
-        cable.tier,
-        cable.a_device,
-        cable.a_port,
-        cable.a_hca,
-        cable.b_device,
-        cable.b_port,
-        cable.rail,
-        cable.island,
-        cable.speed_gbps,
-    )
+    return replace(cable, cable=number)
+
+
+def _cage(port: int, per_cage: int) -> tuple[int, int]:
+    """A switch port's cage and lane, both from 1: twin-port OSFP ports 1, 2 are cage 1."""
+    cage, lane = divmod(port - 1, per_cage)
+    return cage + 1, lane + 1
+
+
+def placed_cables(
+    spec: Cluster, catalog: Catalog, fabric: Fabric, layout: RackLayout
+) -> Iterator[Cable]:
+    """`iter_cables` with both ends placed, each run measured, its media chosen and a label
+    written; lengths in metres to the millimetre."""
+    per_cage = {
+        name: catalog.switches[model].ports_per_cage
+        for name, model in (("leaf", fabric.leaf_model), ("spine", fabric.spine_model))
+    }
+    racks: dict[int, str] = {}
+    routing = layout.routing
+    for cable in iter_cables(spec, catalog, fabric):
+        a, b = layout.slots[cable.a_device], layout.slots[cable.b_device]
+        a_rack = racks.get(a.rack) or racks.setdefault(a.rack, layout.rack_name(cable.a_device))
+        b_rack = racks.get(b.rack) or racks.setdefault(b.rack, layout.rack_name(cable.b_device))
+        run_mm = run_length_mm(
+            layout.position(cable.a_device), layout.position(cable.b_device), routing
+        )
+        host_end = cable.tier == "node-leaf"
+        media = choose_media(
+            run_mm, cable.speed_gbps, catalog.cables, switch_to_switch=not host_end
+        )
+        a_cage = (
+            None
+            if host_end
+            else _cage(cable.a_port, per_cage["leaf" if cable.tier == "leaf-spine" else "spine"])
+        )
+        b_cage = _cage(cable.b_port, per_cage["leaf" if host_end else "spine"])
+        a_port = cable.a_hca if host_end else f"P{cable.a_port}"
+        yield replace(
+            cable,
+            a_rack=a_rack,
+            a_unit=a.unit,
+            a_cage=a_cage[0] if a_cage else None,
+            a_lane=a_cage[1] if a_cage else None,
+            b_rack=b_rack,
+            b_unit=b.unit,
+            b_cage=b_cage[0],
+            b_lane=b_cage[1],
+            length_m=round(run_mm / 1000, 3),
+            media=media.kind,
+            part=media.part,
+            part_m=None if media.length_mm is None else media.length_mm / 1000,
+            label=f"#{cable.cable} {a_rack} U{a.unit} {cable.a_device} {a_port} / "
+            f"{b_rack} U{b.unit} {cable.b_device} P{cable.b_port}",
+        )
 
 
 def cable_totals(cables: Iterable[Cable]) -> dict[str, int]:
@@ -247,6 +330,56 @@ def cable_totals(cables: Iterable[Cable]) -> dict[str, int]:
     }
 
 
+@dataclass(slots=True)
+class SheetTotals:
+    """What a placed sheet adds up to, counted one cable at a time (`add`) so a sheet of
+    millions streams: links by tier (the plan's figures), cables by media and by part with
+    their metres, and the transceivers the optics need, cages rounded up per tier and
+    direction as the plan counts them (the plan's figure is this with every cable optics)."""
+
+    leaf_cage: int
+    spine_cage: int
+    links: Counter[str] = field(default_factory=Counter)
+    media: Counter[str] = field(default_factory=Counter)
+    parts: Counter[str] = field(default_factory=Counter)
+    metres: dict[str, float] = field(default_factory=dict)
+    optics: Counter[str] = field(default_factory=Counter)
+
+    def add(self, cable: Cable) -> None:
+        self.links[cable.tier] += 1
+        self.media[cable.media] += 1
+        self.parts[cable.part or f"{cable.media} (no catalogued part)"] += 1
+        self.metres[cable.media] = self.metres.get(cable.media, 0.0) + (cable.length_m or 0.0)
+        if cable.media == "optics":
+            self.optics[cable.tier] += 1
+
+    def to_dict(self) -> dict[str, Any]:
+        node, up, core = (self.optics[t] for t in ("node-leaf", "leaf-spine", "spine-core"))
+        transceivers = (
+            node
+            + math.ceil(node / self.leaf_cage)
+            + math.ceil(up / self.leaf_cage)
+            + math.ceil(up / self.spine_cage)
+            + 2 * math.ceil(core / self.spine_cage)
+        )
+        return {
+            "node_links": self.links["node-leaf"],
+            "leaf_spine_links": self.links["leaf-spine"],
+            "spine_core_links": self.links["spine-core"],
+            "by_media": dict(sorted(self.media.items())),
+            "by_part": dict(sorted(self.parts.items())),
+            "metres_by_media": {k: round(v, 1) for k, v in sorted(self.metres.items())},
+            "transceivers": transceivers,
+        }
+
+
+def sheet_totals(catalog: Catalog, fabric: Fabric) -> SheetTotals:
+    return SheetTotals(
+        leaf_cage=catalog.switches[fabric.leaf_model].ports_per_cage,
+        spine_cage=catalog.switches[fabric.spine_model].ports_per_cage,
+    )
+
+
 def cabling_csv(cables: Iterable[Cable]) -> Iterator[str]:
     """The CSV, a header line then one line per cable (each ending in a newline)."""
     buffer = io.StringIO()
@@ -256,18 +389,6 @@ def cabling_csv(cables: Iterable[Cable]) -> Iterator[str]:
     for cable in cables:
         buffer.seek(0)
         buffer.truncate()
-        writer.writerow(
-            [
-                cable.cable,
-                cable.tier,
-                cable.a_device,
-                cable.a_port,
-                cable.a_hca,
-                cable.b_device,
-                cable.b_port,
-                "" if cable.rail is None else cable.rail,
-                "" if cable.island is None else cable.island,
-                cable.speed_gbps,
-            ]
-        )
+        values = (getattr(cable, column) for column in CSV_COLUMNS)
+        writer.writerow(["" if value is None else value for value in values])
         yield buffer.getvalue()
