@@ -10,7 +10,7 @@ from rich.text import Text
 
 from myriad.plan.diff import Change
 from myriad.plan.lints import Finding
-from myriad.plan.model import Plan
+from myriad.plan.model import Plan, Power
 from myriad.plan.pipeline import PlanResult
 from myriad.spec.loader import LoadedSpec
 
@@ -147,10 +147,30 @@ def power_table(plan: Plan, usd_per_kwh: float, pue: float) -> Table:
                 f"{power.racks:,} ({power.server_racks:,} servers, {power.servers_per_rack} "
                 f"per rack; {power.switch_racks:,} switches; {power.storage_racks:,} storage)",
             ),
+            *((("rows", rows),) if (rows := _rows(power)) else ()),
             ("server figure", power.basis),
             *(("not counted", item) for item in power.not_counted),
         ],
     )
+
+
+def _rows(power: Power) -> str:
+    """Where the layout stands the racks: server rows first, then the network rows."""
+    per_row = power.racks_per_row
+    servers = -(-power.server_racks // per_row)
+    network = -(-(power.switch_racks + power.storage_racks) // per_row)
+    if not servers + network:
+        return ""
+
+    def span(first: int, last: int) -> str:
+        return f"R{first:02d}" if first == last else f"R{first:02d}-R{last:02d}"
+
+    parts = []
+    if servers:
+        parts.append(f"{span(1, servers)} servers")
+    if network:
+        parts.append(f"{span(servers + 1, servers + network)} network")
+    return f"{servers + network:,}, {per_row} racks each; " + ", ".join(parts)
 
 
 def bandwidth_table(plan: Plan) -> Table | None:
