@@ -80,6 +80,8 @@ def test_the_rack_picture_draws_each_kind_of_rack_once(tmp_path: Path) -> None:
     drawn = [int(n.replace(",", "")) for n in re.findall(rf"{times} ([\d,]+) racks?<", racks)]
     # 1 + 208 + 1 + 4: the plan's 214 racks, each kind drawn once.
     assert sorted(drawn) == [1, 1, 4, 208]
+    # The legend names the colours drawn: no ToR leaf in this design.
+    assert ">compute</text>" in racks and "ToR leaf" not in racks
     # The elevations and the floor: one picture each.
     assert racks.count("<svg") == 2
 

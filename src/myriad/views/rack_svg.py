@@ -113,7 +113,7 @@ def rack_picture(power: Mapping[str, Any], fabric: Mapping[str, Any] | None) -> 
     if not parts:
         return ""
     legend_y = TOP + height + BOTTOM
-    parts += _legend(legend_y)
+    parts += _legend(legend_y, parts)
     width, full_height = max(x - GAP // 2, LEGEND_W), legend_y + LEGEND_H
     return (
         f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{full_height}' "
@@ -123,8 +123,10 @@ def rack_picture(power: Mapping[str, Any], fabric: Mapping[str, Any] | None) -> 
     )
 
 
-def _legend(y: int) -> list[str]:
+def _legend(y: int, drawn: list[str]) -> list[str]:
+    """The colours the picture uses, named."""
     entries = [*ROLE_COLOURS.items(), ("other", OTHER_COLOUR), ("ToR leaf", SWITCH_COLOUR)]
+    entries = [(label, colour) for label, colour in entries if any(colour in p for p in drawn)]
     parts = []
     for n, (label, colour) in enumerate(entries):
         x = 10 + n * 90
@@ -139,8 +141,12 @@ def _switch_note(fabric: Mapping[str, Any] | None, tor_in_racks: bool) -> str:
         return "declared switches"
     leaves, spines = fabric.get("leaves") or 0, fabric.get("spines") or 0
     core = fabric.get("core_switches") or 0
-    held = [] if tor_in_racks else [f"{leaves:,} leaves"]
-    held.append(f"{spines:,} spines")
+    held = [] if tor_in_racks else [_count(leaves, "leaf", "leaves")]
+    held.append(_count(spines, "spine", "spines"))
     if core:
-        held.append(f"{core:,} core")
+        held.append(_count(core, "core switch", "core switches"))
     return ", ".join(held)
+
+
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n:,} {one if n == 1 else many}"
