@@ -18,7 +18,7 @@ from rich.console import Console
 
 from myriad import JSON_FORMAT, __version__
 from myriad.errors import BadArguments, MyriadError, SpecError, format_path
-from myriad.fsutil import atomic_write_text
+from myriad.fsutil import atomic_write_lines, atomic_write_text
 
 if TYPE_CHECKING:
     from myriad.lifecycle.up import UpResult
@@ -116,6 +116,8 @@ def _cmd_plan(args: argparse.Namespace, out: Console, err: Console) -> int:
     document = {"format": JSON_FORMAT, **result.to_dict()}
     if old is not None:
         return _print_diff(args, out, old, document, result.has_errors)
+    from myriad.views.json_stream import json_chunks
+
     try:
         if args.cabling is not None or args.svg is not None:
             from myriad.views.fabric_files import write_fabric_files
@@ -124,15 +126,19 @@ def _cmd_plan(args: argparse.Namespace, out: Console, err: Console) -> int:
             if cabling:
                 document["cabling"] = cabling
         if args.out is not None:
-            atomic_write_text(args.out / "plan.json", json.dumps(document, indent=2) + "\n")
+            atomic_write_lines(args.out / "plan.json", json_chunks(document))
     except OSError as exc:
         raise BadArguments(f"cannot write {exc.filename}: {exc.strerror}") from exc
     if args.json:
-        sys.stdout.write(json.dumps(document, indent=2) + "\n")
+        sys.stdout.writelines(json_chunks(document))
     else:
         from myriad.views.plan import print_plan
 
         print_plan(out, result)
+        if "cabling" in document and args.cabling is not None:
+            from myriad.views.fabric_files import sheet_summary
+
+            out.print(sheet_summary(args.cabling, document["cabling"]), markup=False)
         if args.out is not None:
             out.print(f"plan written to {args.out / 'plan.json'}", markup=False)
     return EXIT_PROBLEM if result.has_errors else EXIT_OK
