@@ -29,7 +29,7 @@ import io
 import math
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 from myriad.plan.cable_runs import run_length_mm
@@ -49,7 +49,7 @@ from myriad.plan.fabric import (
     spine_name,
 )
 from myriad.plan.layout import RackLayout
-from myriad.plan.media import choose_media
+from myriad.plan.media import Media, choose_media
 from myriad.plan.model import Fabric
 from myriad.plan.ports import Port, ports
 from myriad.spec.catalog_models import Catalog
@@ -263,10 +263,22 @@ def iter_cables(spec: Cluster, catalog: Catalog, fabric: Fabric) -> Iterator[Cab
 
 
 def _numbered(cable: Cable, number: int) -> Cable:
-    return replace(cable, cable=number)
+    # Positional, not dataclasses.replace: this runs once per cable of a 1M-GPU fabric.
+    return Cable(
+        number,
+        cable.tier,
+        cable.a_device,
+        cable.a_port,
+        cable.a_hca,
+        cable.b_device,
+        cable.b_port,
+        cable.rail,
+        cable.island,
+        cable.speed_gbps,
+    )
 
 
-def _cage(port: int, per_cage: int) -> tuple[int, int]:
+def _cage(port: int, per_cage: int) -> tuple[int | None, int | None]:
     """A switch port's cage and lane, both from 1: twin-port OSFP ports 1, 2 are cage 1."""
     cage, lane = divmod(port - 1, per_cage)
     return cage + 1, lane + 1
@@ -283,6 +295,8 @@ def placed_cables(
     }
     racks: dict[int, str] = {}
     routing = layout.routing
+    # Runs repeat (same racks and units): a media choice is made once per kind of run.
+    chosen: dict[tuple[float, int, bool], Media] = {}
     for cable in iter_cables(spec, catalog, fabric):
         a, b = layout.slots[cable.a_device], layout.slots[cable.b_device]
         a_rack = racks.get(a.rack) or racks.setdefault(a.rack, layout.rack_name(cable.a_device))
@@ -291,22 +305,37 @@ def placed_cables(
             layout.position(cable.a_device), layout.position(cable.b_device), routing
         )
         host_end = cable.tier == "node-leaf"
-        media = choose_media(
-            run_mm, cable.speed_gbps, catalog.cables, switch_to_switch=not host_end
-        )
+        key = (run_mm, cable.speed_gbps, host_end)
+        media = chosen.get(key)
+        if media is None:
+            media = chosen.setdefault(
+                key,
+                choose_media(
+                    run_mm, cable.speed_gbps, catalog.cables, switch_to_switch=not host_end
+                ),
+            )
         a_cage = (
-            None
+            (None, None)
             if host_end
             else _cage(cable.a_port, per_cage["leaf" if cable.tier == "leaf-spine" else "spine"])
         )
         b_cage = _cage(cable.b_port, per_cage["leaf" if host_end else "spine"])
         a_port = cable.a_hca if host_end else f"P{cable.a_port}"
-        yield replace(
-            cable,
+        yield Cable(
+            cable.cable,
+            cable.tier,
+            cable.a_device,
+            cable.a_port,
+            cable.a_hca,
+            cable.b_device,
+            cable.b_port,
+            cable.rail,
+            cable.island,
+            cable.speed_gbps,
             a_rack=a_rack,
             a_unit=a.unit,
-            a_cage=a_cage[0] if a_cage else None,
-            a_lane=a_cage[1] if a_cage else None,
+            a_cage=a_cage[0],
+            a_lane=a_cage[1],
             b_rack=b_rack,
             b_unit=b.unit,
             b_cage=b_cage[0],
