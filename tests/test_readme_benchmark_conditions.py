@@ -21,6 +21,7 @@ README = (ROOT / "README.md").read_text(encoding="utf-8")
 TIMED_SECTIONS = {
     "### Inventory at scale": "inventory_scale",
     "### Bring-up modes: push or image": "bringup",
+    "### The cabling sheet at scale": "cabling_scale",
 }
 
 
