@@ -90,8 +90,18 @@ def test_the_readmes_own_entry_is_listed_with_spec(
 
 
 def test_an_unknown_kind_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["catalog", "list", "cables"]) == 2
-    assert "no catalog kind 'cables': the kinds are gpus, nics" in capsys.readouterr().err
+    assert main(["catalog", "list", "widgets"]) == 2
+    assert "no catalog kind 'widgets': the kinds are gpus, nics" in capsys.readouterr().err
+
+
+def test_cables_are_listed_with_kind_speed_and_lengths(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["catalog", "list", "cables"]) == 0
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if line.startswith("MCP4Y10-Nxxx "))
+    # NVIDIA LinkX MCP4Y10: switch-to-switch NDR DAC, 0.5, 1, 1.5 and 2 m.
+    assert row.split()[1:6] == ["dac", "400", "switch-switch", "MCP4Y10-Nxxx", "500,1000,1500,2000"]
 
 
 def test_racks_are_listed_with_trays_domain_and_power(capsys: pytest.CaptureFixture[str]) -> None:

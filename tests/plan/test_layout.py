@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
+from myriad.errors import SpecError
 from myriad.plan.cabling import iter_cables
 from myriad.plan.layout import plan_layout, rack_name
 from myriad.plan.pipeline import PlanResult, plan_loaded, plan_spec
 from myriad.plan.power import pack_racks
-from myriad.errors import SpecError
 from myriad.spec import load_spec_text
 
 ROOT = Path(__file__).resolve().parents[2]

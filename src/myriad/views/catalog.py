@@ -36,6 +36,7 @@ SUMMARY: dict[str, tuple[str, ...]] = {
     "servers": ("gpu_model", "gpu_count", "compute_nics", "nvswitch", "max_power_kw"),
     "racks": ("compute_trays", "switch_trays", "gpus", "nvlink_domain_tbs", "max_power_kw"),
     "driver_branches": ("designation", "end_of_life"),
+    "cables": ("kind", "speed_gbps", "ends", "part", "lengths_mm", "max_reach_mm"),
 }
 
 
