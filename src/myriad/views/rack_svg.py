@@ -20,6 +20,8 @@ GAP = 120
 TOP = 44
 BOTTOM = 46
 LEGEND_W = 460
+# About the width of a character at 11-12 px sans-serif, to keep captions inside.
+CHAR_PX = 7
 LEGEND_H = 22
 ROLE_COLOURS = {"compute": "#4c78a8", "controller": "#f58518", "login": "#54a24b"}
 OTHER_COLOUR = "#9d9d9d"
@@ -63,6 +65,7 @@ def rack_picture(power: Mapping[str, Any], fabric: Mapping[str, Any] | None) -> 
     height = units * UNIT_PX
     parts: list[str] = []
     x = GAP // 2
+    right = 0
     tor_in_racks = any(fill.get("tor_leaves") for fill in power.get("rack_fills") or [])
     for title, note, count, servers, fill in _kinds(power):
         each_kw = float(fill["kw_each"])
@@ -96,6 +99,7 @@ def rack_picture(power: Mapping[str, Any], fabric: Mapping[str, Any] | None) -> 
             f"<text x='{x + RACK_W / 2}' y='{TOP + height + 32}' text-anchor='middle' "
             f"class='m'>{escape(used)}</text>"
         )
+        right = max(right, _right_edge(x, (title, note, used)))
         x += RACK_W + GAP
     others = [
         ("switches", int(power.get("switch_racks") or 0), _switch_note(fabric, tor_in_racks)),
@@ -109,18 +113,24 @@ def rack_picture(power: Mapping[str, Any], fabric: Mapping[str, Any] | None) -> 
             f"<text x='{x + RACK_W / 2}' y='{TOP + height / 2}' text-anchor='middle' "
             f"class='m'>{escape(title)}</text>"
         )
+        right = max(right, _right_edge(x, (title, note)))
         x += RACK_W + GAP
     if not parts:
         return ""
     legend_y = TOP + height + BOTTOM
     parts += _legend(legend_y, parts)
-    width, full_height = max(x - GAP // 2, LEGEND_W), legend_y + LEGEND_H
+    width, full_height = max(x - GAP // 2, right, LEGEND_W), legend_y + LEGEND_H
     return (
         f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{full_height}' "
         f"viewBox='0 0 {width} {full_height}' role='img' aria-label='racks'>{STYLE}"
         + "".join(parts)
         + "</svg>"
     )
+
+
+def _right_edge(x: int, labels: Sequence[str]) -> int:
+    """Where the widest label centred on a rack at `x` ends, with a margin."""
+    return int(x + RACK_W / 2 + max(map(len, labels)) * CHAR_PX / 2) + 10
 
 
 def _legend(y: int, drawn: list[str]) -> list[str]:
