@@ -16,6 +16,7 @@ from myriad.cli import main
 from myriad.plan.cabling import iter_cables
 from myriad.plan.fabric import FabricLimit
 from myriad.plan.pipeline import plan_spec
+from myriad.views.fabric_files import fabric_picture
 from myriad.views.fabric_svg import FONT, fabric_svg, text_width
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -275,3 +276,22 @@ def test_chromium_draws_the_zone_picture_with_its_legend(tmp_path: Path) -> None
     # A blank 900 x 492 PNG compresses to a few kB; this picture's boxes and text make it
     # ~40 kB (looked at by hand when written).
     assert shot.stat().st_size > 20_000
+
+
+EXAMPLES = sorted(
+    [*ROOT.glob("inventories/*/cluster.yaml"), *(ROOT / "tests" / "plan" / "specs").glob("*.yaml")]
+)
+
+
+@pytest.mark.parametrize(
+    "spec", EXAMPLES, ids=lambda p: p.parent.name if p.name == "cluster.yaml" else p.stem
+)
+def test_every_example_draws_its_fabric_legibly(spec: Path) -> None:
+    # aws-dev's 32 EFA rails ran the rail legend past the picture's right edge. Drawn
+    # from the plan, not `plan --svg`: some published designs plan with lint errors.
+    root = ET.fromstring(fabric_picture(plan_spec(spec)))
+    _assert_no_overlap_and_labels_inside(root)
+    width, height = float(root.get("width", 0)), float(root.get("height", 0))
+    for text in root.iterfind(".//svg:text", NS):
+        x, y = float(text.get("x", 0)), float(text.get("y", 0))
+        assert 0 <= x < width and 0 < y <= height, (text.text, x, y, width, height)

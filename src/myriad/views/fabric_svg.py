@@ -126,6 +126,9 @@ def _limit(limits: Sequence[FabricLimit], what: str) -> FabricLimit | None:
     return next((limit for limit in limits if limit.what == what), None)
 
 
+RAILS_PER_LINE = 12
+
+
 def _legend(
     fabric: Fabric, x: float, y: float, rails: int, limits: Sequence[FabricLimit] = ()
 ) -> tuple[str, float]:
@@ -145,8 +148,13 @@ def _legend(
         else f"oversubscription: {ratio(fabric.island_oversubscription)} uplinks in an island "
         f"(not non-blocking), {ratio(fabric.inter_island_oversubscription)} between islands",
     ]
-    width = max(text_width(line) for line in lines) + 20
-    height = len(lines) * (FONT + 4) + 16 + (22 if rails > 1 else 0)
+    # Rails wrap past RAILS_PER_LINE (an EFA node has 32), inside the box.
+    rail_lines = -(-rails // RAILS_PER_LINE) if rails > 1 else 0
+    width = max(
+        max(text_width(line) for line in lines) + 20,
+        60 + min(rails, RAILS_PER_LINE) * 34 if rails > 1 else 0,
+    )
+    height = len(lines) * (FONT + 4) + 16 + 22 * rail_lines
     parts = [
         f'<g class="legend"><rect x="{x:.1f}" y="{y:.1f}" width="{width:.1f}" '
         f'height="{height:.1f}" fill="#fff" stroke="#999"/>'
@@ -160,7 +168,8 @@ def _legend(
         ry = y + 18 + len(lines) * (FONT + 4)
         parts.append(f'<text x="{x + 10:.1f}" y="{ry:.1f}" font-size="{FONT}">rail</text>')
         for rail in range(rails):
-            rx = x + 50 + rail * 34
+            row, place = divmod(rail, RAILS_PER_LINE)
+            rx, ry = x + 50 + place * 34, y + 18 + len(lines) * (FONT + 4) + 22 * row
             colour = RAIL_COLOURS[rail % len(RAIL_COLOURS)]
             parts.append(
                 f'<line x1="{rx:.1f}" y1="{ry - 4:.1f}" x2="{rx + 14:.1f}" y2="{ry - 4:.1f}" '
