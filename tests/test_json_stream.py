@@ -16,7 +16,12 @@ from myriad.views.json_stream import Streamed, json_chunks
 
 ROOT = Path(__file__).resolve().parents[1]
 STARTER = ROOT / "inventories" / "starter-64" / "cluster.yaml"
-ITEMS = [{"cable": n, "label": f"#{n} R01-01", "length_m": n / 3, "cage": None} for n in (1, 2, 3)]
+# Flat dicts of every scalar JSON has (written by json_stream's own encoder) and one that is
+# not flat (written by json.dumps): the text must be json.dumps's either way.
+ITEMS = [
+    {"cable": n, "label": f'#{n} "R01-01" \u00b5\n', "length_m": n / 3, "cage": None, "ok": n > 1}
+    for n in (1, 2, 3)
+] + [{"nested": {"a": [1, 2.5e-7]}}, {"big": 10**20, "tiny": 1e-300, "neg": -0.0}]
 
 
 @pytest.mark.parametrize("items", [ITEMS, []], ids=["three", "none"])
