@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from myriad.plan.media import KINDS, UNCATALOGUED, Media, choose_media
+from myriad.plan.media import KINDS, UNCATALOGUED, UNKNOWN, Media, choose_media
 from myriad.spec.catalog_models import CableModel
 from myriad.spec.loader import shipped_catalog
 
@@ -68,11 +68,12 @@ def test_a_node_to_leaf_run_takes_switch_to_host_parts(run_mm: float, expected: 
 
 
 @pytest.mark.parametrize("speed_gbps", [200, 800])
-def test_a_speed_without_catalogued_cables_plans_as_optics_of_unknown_length(
-    speed_gbps: int,
-) -> None:
-    assert _switches(1000, speed_gbps) == UNCATALOGUED
-    assert _to_host(1000, speed_gbps) == Media("optics", "", None, 2)
+def test_a_speed_without_catalogued_cables_is_not_guessed(speed_gbps: int) -> None:
+    # A 1 m run at 200G is copper in any hall; with no 200G family read, the sheet says
+    # it does not know rather than buying optics (transceivers still counted, as optics').
+    assert _switches(1000, speed_gbps) == UNKNOWN == Media("unknown", "", None, 2)
+    assert _to_host(1000, speed_gbps) == UNKNOWN
+
 
 
 def test_a_negative_run_is_refused() -> None:

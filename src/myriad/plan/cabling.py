@@ -379,7 +379,9 @@ class SheetTotals:
         self.media[cable.media] += 1
         self.parts[cable.part or f"{cable.media} (no catalogued part)"] += 1
         self.metres[cable.media] = self.metres.get(cable.media, 0.0) + (cable.length_m or 0.0)
-        if cable.media == "optics":
+        # Unknown media (no catalogued cable of the speed) counts as optics: never fewer
+        # transceivers than the sheet may need.
+        if cable.media in ("optics", "unknown"):
             self.optics[cable.tier] += 1
 
     def to_dict(self) -> dict[str, Any]:

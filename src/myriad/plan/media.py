@@ -32,7 +32,11 @@ class Media:
     transceivers: int  # at its two ends together: 0 for copper, 2 for optics
 
 
+# Families of the speed exist but none reaches: only optics go that far.
 UNCATALOGUED = Media("optics", "", None, 2)
+# No family of the speed at all: the run may well be copper, so the sheet does not guess;
+# its transceivers are counted as optics', the conservative figure.
+UNKNOWN = Media("unknown", "", None, 2)
 
 
 def choose_media(
@@ -43,9 +47,12 @@ def choose_media(
     switch_to_switch: bool,
 ) -> Media:
     """The cheapest catalogued media covering a run of `run_mm` at `speed_gbps` (the lower
-    speed of the two ends); optics with no part or length when nothing covers it."""
+    speed of the two ends); optics with no part or length when nothing covers it, and
+    `UNKNOWN` when the catalog has no cable of that speed."""
     if run_mm < 0:
         raise ValueError(f"a run cannot be {run_mm} mm long")
+    if not any(cable.speed_gbps == speed_gbps for cable in cables.values()):
+        return UNKNOWN
     wanted = "switch-switch" if switch_to_switch else "switch-host"
     fitting = [
         cable
