@@ -75,7 +75,6 @@ def test_a_speed_without_catalogued_cables_is_not_guessed(speed_gbps: int) -> No
     assert _to_host(1000, speed_gbps) == UNKNOWN
 
 
-
 def test_a_negative_run_is_refused() -> None:
     with pytest.raises(ValueError, match="a run cannot be -1 mm long"):
         _switches(-1)
