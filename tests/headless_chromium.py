@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -18,3 +19,15 @@ def headless_chromium(profile: Path) -> list[str]:
             pytest.fail("chromium is missing: scripts/bootstrap installs it")
         pytest.skip("chromium is not installed (scripts/bootstrap installs it)")
     return [chromium, "--headless", "--no-sandbox", "--disable-gpu", f"--user-data-dir={profile}"]
+
+
+def screenshot(chromium: list[str], page: Path, shot: Path, width: int, height: int) -> int:
+    """Render `page` to the PNG `shot` at width x height; its size in bytes (a blank
+    picture compresses to a few kB, one with boxes and text to tens)."""
+    subprocess.run(
+        [*chromium, f"--screenshot={shot}", f"--window-size={width},{height}", page.as_uri()],
+        capture_output=True,
+        timeout=120,
+        check=True,
+    )
+    return shot.stat().st_size

@@ -22,19 +22,7 @@ def atomic_write_bytes(path: Path, data: bytes, mode: int = 0o644, *, durable: b
     is never readable by others on the way. `durable=False` skips the fsync, for files
     rewritten on every run where thousands of fsyncs would cost more than a lost file (a
     reader still never sees half of one)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            if durable:
-                handle.flush()
-                os.fsync(handle.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    _atomic_write(path, (data,), mode, durable)
 
 
 def atomic_write_lines(
@@ -43,11 +31,15 @@ def atomic_write_lines(
     """As atomic_write_text for text made piece by piece (a 1M-GPU cabling sheet): the
     pieces go to the temporary file as they come, so the text is never held whole; an
     error on the way leaves no file and the old one as it was."""
+    _atomic_write(path, (chunk.encode("utf-8") for chunk in chunks), mode, durable)
+
+
+def _atomic_write(path: Path, pieces: Iterable[bytes], mode: int, durable: bool) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.writelines(chunks)
+        with os.fdopen(fd, "wb") as handle:
+            handle.writelines(pieces)
             if durable:
                 handle.flush()
                 os.fsync(handle.fileno())
