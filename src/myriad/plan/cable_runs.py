@@ -4,9 +4,8 @@ A pure function of where the two ends sit and of the facility's routing figures.
 figures of a facility (rack width, row pitch, how far a run climbs to reach the overhead
 tray, the slack left at each end) differ from hall to hall and no vendor publishes them, so
 they are inputs the caller states (the spec's `facility`), never defaults this module
-invents. Only the rack unit is a
-standard: EIA/ECA-310-E defines 1U as 1.75 in, and the inch is 25.4 mm exactly, so
-1U = 44.45 mm.
+invents. Only the rack unit is a standard: EIA/ECA-310-E defines 1U as 1.75 in, and the
+inch is 25.4 mm exactly, so 1U = 44.45 mm.
 
 Within a rack a cable runs vertically between the two devices. Between racks of one row
 it climbs from each end to the top of its rack, crosses the racks between them in the

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import csv
 import io
-import math
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, fields
@@ -47,6 +46,7 @@ from myriad.plan.fabric import (
     leaf_name,
     leaf_uplinks,
     spine_name,
+    transceivers_by_tier,
 )
 from myriad.plan.layout import RackLayout
 from myriad.plan.media import Media, choose_media
@@ -380,13 +380,7 @@ class SheetTotals:
 
     def to_dict(self) -> dict[str, Any]:
         node, up, core = (self.optics[t] for t in ("node-leaf", "leaf-spine", "spine-core"))
-        transceivers = (
-            node
-            + math.ceil(node / self.leaf_cage)
-            + math.ceil(up / self.leaf_cage)
-            + math.ceil(up / self.spine_cage)
-            + 2 * math.ceil(core / self.spine_cage)
-        )
+        transceivers = sum(transceivers_by_tier(node, up, core, self.leaf_cage, self.spine_cage))
         return {
             "node_links": self.links["node-leaf"],
             "leaf_spine_links": self.links["leaf-spine"],

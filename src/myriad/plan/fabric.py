@@ -436,6 +436,19 @@ def _spares(switches: int, fraction: float) -> int:
     return math.ceil(round(switches * fraction, 9))
 
 
+def transceivers_by_tier(
+    node_links: int, leaf_spine_links: int, core_links: int, leaf_cage: int, spine_cage: int
+) -> tuple[int, int, int]:
+    """Transceivers for optical links of each tier (node-leaf, leaf-spine, spine-core).
+    Node ends: one per NIC port. Switch ends: one per cage, by tier and direction, rounded
+    up."""
+    return (
+        node_links + math.ceil(node_links / leaf_cage),
+        math.ceil(leaf_spine_links / leaf_cage) + math.ceil(leaf_spine_links / spine_cage),
+        2 * math.ceil(core_links / spine_cage),
+    )
+
+
 def _check_management_ports(wanted: int, leaves: int, shape: _Shape, endpoints: int) -> None:
     """Management appliances (UFM) plug into leaf ports the nodes leave free."""
     down = shape.radix if shape.mode == "single" else shape.down
@@ -756,13 +769,9 @@ def plan_fabric(spec: Cluster, catalog: Catalog) -> Fabric | None:
     cluster_oversubscription = max(inside, 1.0) * (
         shape.oversubscription if shape.islands > 1 else 1.0
     )
-    leaf_cage, spine_cage = leaf.ports_per_cage, spine.ports_per_cage
-    # Node ends: one per NIC port. Switch ends: one per cage, by tier and direction.
-    node_optics = endpoints + math.ceil(endpoints / leaf_cage)
-    leaf_spine_optics = math.ceil(leaf_spine_links / leaf_cage) + math.ceil(
-        leaf_spine_links / spine_cage
+    node_optics, leaf_spine_optics, core_optics = transceivers_by_tier(
+        endpoints, leaf_spine_links, core_links, leaf.ports_per_cage, spine.ports_per_cage
     )
-    core_optics = 2 * math.ceil(core_links / spine_cage)
     return Fabric(
         kind=topology.kind,
         fabric=spec.network.fabric,
@@ -787,7 +796,7 @@ def plan_fabric(spec: Cluster, catalog: Catalog) -> Fabric | None:
         node_transceivers=node_optics,
         leaf_spine_transceivers=leaf_spine_optics,
         spine_core_transceivers=core_optics,
-        ports_per_cage=leaf_cage,
+        ports_per_cage=leaf.ports_per_cage,
         leaf_downlinks=shape.down if shape.mode != "single" else shape.radix,
         planes=shape.planes,
         rails_only=topology.rails_only,

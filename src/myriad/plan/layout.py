@@ -128,7 +128,7 @@ def plan_layout(spec: Cluster, catalog: Catalog, fabric: Fabric, power: Power) -
         slots.update(_tor_slots(spec, catalog, fabric, slots))
     network_row = math.ceil(power.server_racks / per_row) * per_row
     names = _fabric_switches(spec, fabric)
-    sizes = ((units, kw) for _, units, kw in switch_devices(spec, catalog, fabric))
+    sizes = switch_devices(spec, catalog, fabric)
     for name, (rack, unit) in zip(
         names, pack_racks(sizes, facility.rack_units, facility.rack_kw), strict=False
     ):

@@ -127,26 +127,26 @@ def tor_leaves(spec: Cluster, fabric: Fabric | None) -> bool:
 
 def switch_devices(
     spec: Cluster, catalog: Catalog, fabric: Fabric | None
-) -> Iterator[tuple[str, int, float]]:
-    """(kind, units, kW) of every switch that stands in a switch rack, in the order they
+) -> Iterator[tuple[int, float]]:
+    """(units, kW) of every switch that stands in a switch rack, in the order they
     are racked: the fabric's leaves (unless each stands in its nodes' rack), spines and core
     switches, then the declared front-end, storage and management switches."""
     if fabric is not None:
         leaf, spine = catalog.switches[fabric.leaf_model], catalog.switches[fabric.spine_model]
         if not tor_leaves(spec, fabric):
             for _ in range(fabric.leaves):
-                yield "leaf", leaf.rack_units, leaf.power_w / WATTS_PER_KW
+                yield leaf.rack_units, leaf.power_w / WATTS_PER_KW
         for _ in range(fabric.spines + fabric.core_switches):
-            yield "spine", spine.rack_units, spine.power_w / WATTS_PER_KW
+            yield spine.rack_units, spine.power_w / WATTS_PER_KW
     for group in spec.network.switches:
         model = catalog.switches[group.model]
         for _ in range(group.count):
-            yield group.model, model.rack_units, model.power_w / WATTS_PER_KW
+            yield model.rack_units, model.power_w / WATTS_PER_KW
 
 
 def _switch_racks(spec: Cluster, catalog: Catalog, fabric: Fabric | None) -> int:
     facility = spec.facility
-    devices = ((units, kw) for _, units, kw in switch_devices(spec, catalog, fabric))
+    devices = switch_devices(spec, catalog, fabric)
     last = max(
         (rack for rack, _ in pack_racks(devices, facility.rack_units, facility.rack_kw)), default=-1
     )
@@ -154,20 +154,16 @@ def _switch_racks(spec: Cluster, catalog: Catalog, fabric: Fabric | None) -> int
 
 
 def _tor_racks(
-    spec: Cluster, catalog: Catalog, fabric: Fabric | None
+    spec: Cluster, catalog: Catalog, fabric: Fabric | None, counts: Counter[str]
 ) -> tuple[dict[str, int], tuple[int, int, float]]:
     """In a ToR design: servers per rack of each compute profile (`leaf_nodes`), and the
     leaves, their units and kW that stand in each of those racks (the fabric's leaves over
-    its racks of nodes, rounded up)."""
+    its racks of nodes, rounded up). `counts`: servers per profile."""
     if fabric is None or not tor_leaves(spec, fabric):
         return {}, (0, 0, 0.0)
     per_rack = spec.network.topology.leaf_nodes or 1
     profiles = {pool.profile for pool in spec.pools_with_role("compute")}
-    counts = Counter[str]()
-    for pool in spec.pools:
-        if pool.profile in profiles:
-            counts[pool.profile] += pool.count
-    racks = sum(math.ceil(count / per_rack) for count in counts.values())
+    racks = sum(math.ceil(counts[profile] / per_rack) for profile in profiles)
     leaves = math.ceil(fabric.leaves / racks) if racks else 0
     leaf = catalog.switches[fabric.leaf_model]
     return (
@@ -186,7 +182,7 @@ def plan_power(spec: Cluster, catalog: Catalog, fabric: Fabric | None) -> Power:
         counts[pool.profile] += pool.count
         if pool.role not in roles.setdefault(pool.profile, []):
             roles[pool.profile].append(pool.role)
-    tor_racks, tor_switches = _tor_racks(spec, catalog, fabric)
+    tor_racks, tor_switches = _tor_racks(spec, catalog, fabric, counts)
     gpus = servers = 0.0
     by_power = by_space = racks = 0
     per_rack: list[int] = []

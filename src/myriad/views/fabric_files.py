@@ -15,8 +15,14 @@ from typing import Any
 
 from myriad.errors import PlanError
 from myriad.fsutil import atomic_write_lines, atomic_write_text
-from myriad.plan.cabling import Cable, SheetTotals, cabling_csv, iter_cables, placed_cables
-from myriad.plan.cabling import sheet_totals as new_totals
+from myriad.plan.cabling import (
+    Cable,
+    SheetTotals,
+    cabling_csv,
+    iter_cables,
+    placed_cables,
+    sheet_totals,
+)
 from myriad.plan.fabric import fabric_limits
 from myriad.plan.layout import plan_layout
 from myriad.plan.pipeline import PlanResult
@@ -61,7 +67,7 @@ def write_fabric_files(
         raise PlanError("the spec has no compute fabric: there is nothing to cable or draw")
     document: dict[str, Any] = {}
     if cabling is not None:
-        totals = new_totals(result.loaded.catalog, plan.fabric)
+        totals = sheet_totals(result.loaded.catalog, plan.fabric)
         atomic_write_lines(cabling, cabling_csv(_counted(_placed(result), totals)))
         document["hall"] = hall(result)
         document["totals"] = totals.to_dict()
