@@ -15,15 +15,16 @@ from html import escape
 from itertools import groupby
 from typing import Any
 
-from myriad.views.rack_svg import OTHER_COLOUR, ROLE_COLOURS, STYLE
+from myriad.views.rack_svg import STYLE, SWITCH_COLOUR, legend, role_colour
 
 CELL = 14
 STEP = 16
 LEFT = 120
 TOP = 28
 ROW_H = 22
-SWITCH_RACK_COLOUR = "#b279a2"
 STORAGE_COLOUR = "#72b7b2"
+# Profile names run longer than the rack picture's role names.
+LEGEND_STEP = 130
 TIMES = "\N{MULTIPLICATION SIGN}"
 
 
@@ -43,12 +44,9 @@ def _rows(power: Mapping[str, Any], per_row: int) -> list[tuple[str, ...]]:
 
 def _colours(power: Mapping[str, Any], rows: list[tuple[str, ...]]) -> dict[str, str]:
     """A colour per kind of rack drawn, in the order racks stand."""
-    colours = {"switches": SWITCH_RACK_COLOUR, "storage": STORAGE_COLOUR}
+    colours = {"switches": SWITCH_COLOUR, "storage": STORAGE_COLOUR}
     for fill in power.get("rack_fills") or []:
-        roles = fill.get("roles") or []
-        colours[str(fill["profile"])] = (
-            ROLE_COLOURS.get(roles[0], OTHER_COLOUR) if roles else (OTHER_COLOUR)
-        )
+        colours[str(fill["profile"])] = role_colour(fill.get("roles") or [])
     drawn = dict.fromkeys(kind for row in rows for kind in row)
     return {kind: colours[kind] for kind in drawn}
 
@@ -83,13 +81,8 @@ def floor_picture(power: Mapping[str, Any]) -> str:
         row += count
         y += ROW_H
     y += 8
-    for n, kind in enumerate(colours):
-        x = 10 + n * 130
-        parts.append(
-            f"<rect x='{x}' y='{y}' width='12' height='12' fill='{colours[kind]}' rx='2'/>"
-        )
-        parts.append(f"<text x='{x + 17}' y='{y + 10}' class='m'>{escape(kind)}</text>")
-    width = max(LEFT + per_row * STEP + 140, 10 + len(colours) * 130)
+    parts += legend(list(colours.items()), y, LEGEND_STEP)
+    width = max(LEFT + per_row * STEP + 140, 10 + len(colours) * LEGEND_STEP)
     height = y + 22
     return (
         f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height}' "

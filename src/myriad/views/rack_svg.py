@@ -77,7 +77,7 @@ def rack_picture(power: Mapping[str, Any], fabric: Mapping[str, Any] | None) -> 
         used = f"{size}, {rack_used_kw:,.1f} of {rack_kw:g} kW"
         parts += _rack(x, height, title, note, count)
         roles: Sequence[str] = fill.get("roles") or []
-        colour = ROLE_COLOURS.get(roles[0], OTHER_COLOUR) if roles else OTHER_COLOUR
+        colour = role_colour(roles)
         box = int(fill["units_each"]) * UNIT_PX
         for slot in range(servers):
             y = TOP + height - (slot + 1) * box
@@ -133,16 +133,25 @@ def _right_edge(x: int, labels: Sequence[str]) -> int:
     return int(x + RACK_W / 2 + max(map(len, labels)) * CHAR_PX / 2) + 10
 
 
-def _legend(y: int, drawn: list[str]) -> list[str]:
-    """The colours the picture uses, named."""
-    entries = [*ROLE_COLOURS.items(), ("other", OTHER_COLOUR), ("ToR leaf", SWITCH_COLOUR)]
-    entries = [(label, colour) for label, colour in entries if any(colour in p for p in drawn)]
+def role_colour(roles: Sequence[str]) -> str:
+    """A server box's colour: its profile's first role's."""
+    return ROLE_COLOURS.get(roles[0], OTHER_COLOUR) if roles else OTHER_COLOUR
+
+
+def legend(entries: Sequence[tuple[str, str]], y: int, step: int) -> list[str]:
+    """A square and a name per (name, colour), `step` px apart on one line at `y`."""
     parts = []
     for n, (label, colour) in enumerate(entries):
-        x = 10 + n * 90
+        x = 10 + n * step
         parts.append(f"<rect x='{x}' y='{y}' width='12' height='12' fill='{colour}' rx='2'/>")
         parts.append(f"<text x='{x + 17}' y='{y + 10}' class='m'>{escape(label)}</text>")
     return parts
+
+
+def _legend(y: int, drawn: list[str]) -> list[str]:
+    """The colours the picture uses, named."""
+    entries = [*ROLE_COLOURS.items(), ("other", OTHER_COLOUR), ("ToR leaf", SWITCH_COLOUR)]
+    return legend([(label, c) for label, c in entries if any(c in p for p in drawn)], y, 90)
 
 
 def _switch_note(fabric: Mapping[str, Any] | None, tor_in_racks: bool) -> str:
