@@ -70,6 +70,9 @@ def ecc_off_xml(count: int, index: int) -> str:
 # A GB200 tray's fabric values as gpud printed them from NVML (leptonai/gpud pull request
 # #1106): Completed, Success, clique 4026 of one cluster, health summary Not Supported.
 GB200_CLIQUE, GB200_CLUSTER = 4026, "9c6f5af3-53bf-49b5-a436-b66766c413c3"
+# The name a GB200's driver gives its GPU (`nvidia-smi -L` on a GB200 tray, quoted in
+# NVIDIA/k8s-dra-driver-gpu's bats tests: "GPU 0: NVIDIA GB200 (UUID: ...)").
+GB200_PRODUCT = "NVIDIA GB200"
 
 
 def fabric_xml(
@@ -79,11 +82,14 @@ def fabric_xml(
     state: str = "Completed",
     status: str = "Success",
     summary: str = "Not Supported",
+    product: str | None = None,
 ) -> str:
     """`nvidia-smi -q -x` of `count` GPUs (tests/health_stubs.py) whose Fabric sections hold
     the values above, in the element names of the real DTD v13 capture; GPU i in clique
-    `cliques[i]` where given."""
+    `cliques[i]` where given; named `product` where given (else the H100's name)."""
     text = gpu_xml(count)
+    if product is not None:
+        text = text.replace(_h100()[0], product)
     blocks = text.split("<fabric>")
     assert len(blocks) == count + 1
     out = [blocks[0]]
@@ -97,6 +103,38 @@ def fabric_xml(
             f"</fabric>{tail}"
         )
     return "".join(out)
+
+
+IMEX_CAPTURE = (
+    SAMPLES
+    / "nvidia-imex-ctl"
+    / "p6e-gb200-ultraserver_18-nodes_imex-570.172_domain-up_nvidia-imex-ctl-N.txt"
+)
+
+
+def imex_status(addresses: list[str]) -> str:
+    """`nvidia-imex-ctl -N` of a domain of these nodes, all READY and connected: the real
+    18-node capture (tests/samples/nvidia-imex-ctl) cut to `len(addresses)` nodes, its
+    addresses replaced in their columns."""
+    lines = IMEX_CAPTURE.read_text().splitlines()
+    count = len(addresses)
+    nodes = [i for i, line in enumerate(lines) if line.startswith("Node #")]
+    header = next(i for i, line in enumerate(lines) if "Nodes From\\To" in line)
+    assert count <= len(nodes)
+    width = 4  # the matrix's columns, as the capture spaces them
+    start = lines[header].index(" 0 ") + 1
+    out = lines[: nodes[0]]
+    for index, address in enumerate(addresses):
+        line = lines[nodes[index]]
+        old = line.split(" - ")[1]
+        out.append(line.replace(old, address.ljust(len(old)), 1))
+    out += lines[nodes[-1] + 1 : header]
+    out.append((lines[header][:start] + "".join(f"{j:<{width}}" for j in range(count))).rstrip())
+    for row in range(count):
+        line = lines[header + 1 + row]
+        out.append(line[: start + width * count].rstrip())
+    out += lines[header + 1 + len(nodes) :]
+    return "\n".join(out) + "\n"
 
 
 # A fault written here outlives nothing: /run is emptied at a (container's) reboot, as a GPU
@@ -219,6 +257,52 @@ def infiniband_tree(root: Path, devices: list[str], link_downed: int = 0) -> Pat
 
 def set_counter(top: Path, device: str, counter: str, value: int) -> None:
     (top / device / "ports" / "1" / "counters" / counter).write_text(f"{value}\n")
+
+
+def twin_rack_catalog(trays: int) -> dict[str, Any]:
+    """A spec's `catalog:` section for the twin's rack-scale pool: a GB200 NVL72 rack cut to
+    `trays` compute trays (containers, no switch trays), so a few containers are one whole
+    NVLink domain; its tray is `twin-nvl-tray`. Test-only: the figures are the stand-in's."""
+    rack = f"twin-nvl{trays}"
+    why = "test-only stand-in: a GB200 NVL72 rack (18 trays) cut to the twin's containers"
+    return {
+        "racks": {
+            rack: {
+                "compute_trays": trays,
+                "switch_trays": 0,
+                "gpus": 4 * trays,
+                "cpus": 2 * trays,
+                "nvlink_domain_tbs": 7.2 * trays,
+                "max_power_kw": 1.0,
+                "cooling": "air",
+                "source": why,
+            }
+        },
+        "servers": {
+            "twin-nvl-tray": {
+                "gpu_model": "GB200-186GB",
+                "gpu_count": 4,
+                "cpu": {"sockets": 2, "cores_per_socket": 1},
+                "memory_gib": 2,
+                "pcie_gen": 5,
+                "pcie_switches": 0,
+                "nvswitch": 0,
+                "compute_nics": {"model": "ConnectX-7", "count": 4},
+                "max_power_kw": 0.1,
+                "rack_units": 1,
+                "rack_system": rack,
+                "source": why,
+            }
+        },
+    }
+
+
+TRAY_PROFILE = {
+    "server": "twin-nvl-tray",
+    "gpu": {"model": "GB200-186GB", "count": 4},
+    "cpu": {"sockets": 1, "cores_per_socket": 2, "threads_per_core": 1},
+    "memory_gib": 2,
+}
 
 
 def h100_spec(name: str, management: str, health: dict[str, Any] | None = None) -> dict[str, Any]:

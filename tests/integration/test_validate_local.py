@@ -5,6 +5,13 @@ stand in for a cluster: gathering must answer from all of them in parallel, read
 there, call what is not installed missing, count a stopped node as unreachable, and name
 the node, check and expected-vs-actual of a drift. The full bring-up → validate → drift →
 repair flow with the real roles is tests/integration/test_local_cluster.py.
+
+Three of the compute nodes are the twin's rack-scale pool: trays of a GB200 NVL72 rack cut
+to three (tests/health_stubs.py `twin_rack_catalog`), one NVLink domain. Said plainly: they
+have no GPUs and run no IMEX daemon. A stub `nvidia-smi` prints four GB200s whose Fabric
+sections follow the real DTD v13 capture, and a stub `nvidia-imex-ctl -N` prints the real
+18-node capture cut to the three trays' addresses (tests/samples/nvidia-imex-ctl). What runs
+for real is gathering on each tray, the parsers and the cluster-wide comparison.
 """
 
 from __future__ import annotations
@@ -18,6 +25,17 @@ from pathlib import Path
 import pytest
 import yaml
 
+from health_stubs import (
+    GB200_CLIQUE,
+    GB200_CLUSTER,
+    GB200_PRODUCT,
+    TRAY_PROFILE,
+    fabric_xml,
+    imex_status,
+    nvidia_smi_script,
+    twin_rack_catalog,
+)
+from myriad.node.checks.model import CheckResult
 from myriad.node.checks.nccl import SOCKET_PLACEHOLDER
 from myriad.plan.nodes import container_name
 from myriad.plan.pipeline import PlanResult, plan_loaded
@@ -36,6 +54,9 @@ from run_names import free_subnet, unique_name
 # every other container on the machine), so the test stays at eight nodes; 16 were
 # measured by hand (see the report of issue #7).
 COMPUTE_NODES = 7
+TRAYS = 3
+TRAY_NAMES = [f"tray{i:02d}" for i in range(1, TRAYS + 1)]
+STUB_XML = "/var/lib/myriad-twin/nvidia-smi.xml"
 SPEC = {
     "apiVersion": "myriad/v1",
     "kind": "Cluster",
@@ -45,18 +66,27 @@ SPEC = {
         "container": {
             "cpu": {"sockets": 1, "cores_per_socket": 2, "threads_per_core": 1},
             "memory_gib": 2,
-        }
+        },
+        "tray": TRAY_PROFILE,
     },
     "pools": [
         {"name": "ctl", "profile": "container", "count": 1, "role": "controller"},
-        {"name": "node", "profile": "container", "count": COMPUTE_NODES, "role": "compute"},
+        {"name": "node", "profile": "container", "count": COMPUTE_NODES - TRAYS, "role": "compute"},
+        {"name": "tray", "profile": "tray", "count": TRAYS, "role": "compute"},
     ],
     "network": {
         "fabric": "ethernet",
         "topology": {"kind": "fat-tree", "switch": "SN3420"},
         "addressing": {"management": "172.31.96.0/24"},
     },
-    "software": {"os": "debian-12", "container_runtime": "docker", "orchestrator": "slurm"},
+    "software": {
+        "os": "debian-12",
+        "nvidia_driver": "580",
+        "container_runtime": "docker",
+        "orchestrator": "slurm",
+        "slurm": {"no_containers": True},
+    },
+    "catalog": twin_rack_catalog(TRAYS),
 }
 
 
@@ -77,6 +107,26 @@ def docker(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+def write(bare: Bare, node: str, path: str, text: str, mode: str = "644") -> None:
+    subprocess.run(
+        ["docker", "exec", "-i", bare.container(node), "sh", "-c",
+         f"mkdir -p {Path(path).parent} && cat > {path}.new && chmod {mode} {path}.new "
+         f"&& mv {path}.new {path}"],
+        input=text, text=True, timeout=60, check=True,
+    )  # fmt: skip
+
+
+def install_tray_stubs(bare: Bare) -> None:
+    """Each tray: a stub nvidia-smi of four GB200s in the rack's one NVLink domain, and a
+    stub nvidia-imex-ctl whose domain is the trays of the IMEX nodes_config Myriad renders."""
+    for tray in TRAY_NAMES:
+        imex = bare.inventory.host_vars[tray]["nvidia_driver_imex_nodes"]
+        write(bare, tray, STUB_XML, fabric_xml(4, product=GB200_PRODUCT))
+        write(bare, tray, "/usr/local/bin/nvidia-smi", nvidia_smi_script(STUB_XML), "755")
+        status = f"#!/bin/sh\ncat <<'EOF'\n{imex_status(imex)}EOF\n"
+        write(bare, tray, "/usr/local/bin/nvidia-imex-ctl", status, "755")
+
+
 @pytest.fixture(scope="module")
 def bare(docker_available: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bare]:
     # A name and subnet of this run's own: parallel runs and a user's clusters are untouched.
@@ -94,7 +144,9 @@ def bare(docker_available: None, tmp_path_factory: pytest.TempPathFactory) -> It
     write_inventory(inventory, state / "inventory")
     try:
         local.converge(loaded.spec)
-        yield Bare(result, inventory, state / "inventory", state)
+        made = Bare(result, inventory, state / "inventory", state)
+        install_tray_stubs(made)
+        yield made
     finally:
         local.remove(loaded.spec)
 
@@ -115,8 +167,8 @@ def test_gathering_is_parallel_and_reads_every_node(bare: Bare) -> None:
     assert every.unreachable == {} and every.failed == {}
     # All nodes in one pass of parallel round trips: well under one pass per node.
     assert every_s < len(hosts) / 2 * one_s, (every_s, one_s)
-    facts = every.facts["node07"]
-    assert facts.hostname.get() == "node07"
+    facts = every.facts["node04"]
+    assert facts.hostname.get() == "node04"
     assert facts.gpus.state == "missing" and "nvidia-smi" in facts.gpus.detail
     assert facts.hcas.state == "missing"
     assert facts.links.ok and "eth0" in facts.links.get()
@@ -168,7 +220,68 @@ def test_validation_names_the_drifted_node_and_counts_an_unreachable_one(bare: B
     assert "node03" in report.unreachable
     assert [r.check for r in report.results if r.node == "node03"] == ["node.reachable"]
     # Bare nodes: nothing of the roles is there; CPU-only: no GPU checks, said so.
-    assert found[("node05", "time.sync")].actual == "chrony inactive"
-    assert found[("node05", "gpu.count")].status == "not-applicable"
-    assert found[("node05", "slurm.node-state")].status == "error"
+    assert found[("node04", "time.sync")].actual == "chrony inactive"
+    assert found[("node04", "gpu.count")].status == "not-applicable"
+    assert found[("node04", "slurm.node-state")].status == "error"
     assert not report.ok  # the CLI exits 1 on it
+
+
+def _nvlink_results(bare: Bare) -> dict[tuple[str, str], CheckResult]:
+    report = validate_cluster(
+        bare.result.loaded, bare.result, bare.inventory_dir, bare.inventory, bare.state
+    )
+    checks = ("gpu.model", "gpu.fabric-state", "gpu.nvlink-domain", "gpu.imex-domain")
+    return {(r.node, r.check): r for r in report.results if r.check in checks}
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_the_rack_scale_pool_is_one_nvlink_domain_until_a_tray_leaves_it(bare: Bare) -> None:
+    domain = f"clique {GB200_CLIQUE} of cluster {GB200_CLUSTER}"
+    found = _nvlink_results(bare)
+    for tray in TRAY_NAMES:
+        assert found[(tray, "gpu.model")].actual == GB200_PRODUCT
+        assert found[(tray, "gpu.fabric-state")].status == "pass", found[(tray, "gpu.fabric-state")]
+        nvlink = found[(tray, "gpu.nvlink-domain")]
+        assert (nvlink.status, nvlink.actual) == (
+            "pass",
+            f"{domain}, as the 2 other trays of nvl01 read",
+        ), nvlink
+        imex = found[(tray, "gpu.imex-domain")]
+        assert (imex.status, imex.actual) == ("pass", "UP, 3 nodes READY, all connected"), imex
+    # The CPU-only pool is no tray of the rack: nothing to compare.
+    assert found[("node01", "gpu.nvlink-domain")].status == "not-applicable"
+
+    # tray03's GPUs all agree with each other, in another clique than the rest of the rack:
+    # on the tray nothing is wrong; only the rack's trays side by side show it.
+    moved_xml = fabric_xml(4, dict.fromkeys(range(4), 4027), product=GB200_PRODUCT)
+    write(bare, "tray03", STUB_XML, moved_xml)
+    found = _nvlink_results(bare)
+    assert found[("tray03", "gpu.fabric-state")].status == "pass"
+    moved = found[("tray03", "gpu.nvlink-domain")]
+    assert moved.status == "fail"
+    assert moved.actual == (
+        f"clique 4027 of cluster {GB200_CLUSTER}; nvl01's other trays: {domain} (tray01, tray02)"
+    )
+    assert moved.fix.startswith("drain tray03; a tray in another NVLink domain than the rest")
+    for tray in ("tray01", "tray02"):
+        kept = found[(tray, "gpu.nvlink-domain")]
+        assert (kept.status, kept.actual) == (
+            "pass",
+            f"{domain}, as 1 of the 2 other trays of nvl01",
+        ), kept
+
+    # tray03 back; tray02's GPU 1 in another clique than its own tray's other GPUs: the tray
+    # fails on its own, and is in no one domain to compare with the rack.
+    write(bare, "tray03", STUB_XML, fabric_xml(4, product=GB200_PRODUCT))
+    write(bare, "tray02", STUB_XML, fabric_xml(4, {1: 4027}, product=GB200_PRODUCT))
+    found = _nvlink_results(bare)
+    split = found[("tray02", "gpu.fabric-state")]
+    assert split.status == "fail" and "4027" in split.actual, split
+    unread = found[("tray02", "gpu.nvlink-domain")]
+    assert (unread.status, unread.actual) == (
+        "error",
+        "this tray's GPUs are in no one NVLink domain (see gpu.fabric-state)",
+    ), unread
+    assert found[("tray01", "gpu.nvlink-domain")].status == "pass"
+    assert found[("tray03", "gpu.nvlink-domain")].status == "pass"
