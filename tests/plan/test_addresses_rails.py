@@ -141,7 +141,9 @@ def test_one_subnet_and_gateway_per_leaf_and_rail(topology: dict[str, Any], node
     rails = rail_addresses("10.64.0.0/12", fabric.rails, nodes, leaves)
     gateways: dict[tuple[str, int], set[str | None]] = defaultdict(set)
     addresses = set()
-    for index, (_, nic, placement) in enumerate(iter_placements(loaded.spec, fabric)):
+    for index, (_, nic, placement) in enumerate(
+        iter_placements(loaded.spec, fabric, loaded.catalog)
+    ):
         node = index // fabric.rails
         interface = ipaddress.ip_interface(rails[nic].with_prefix(node))
         gateway = rails[nic].gateway(node)

@@ -109,8 +109,8 @@ def test_placements_follow_pool_order_and_host_names() -> None:
     loaded = load_fixture("a800-rail-1250.yaml")
     fabric = _fabric(loaded)
     # A generator: nothing per endpoint exists until a caller walks it.
-    assert inspect.isgenerator(iter_placements(loaded.spec, fabric))
-    placements = iter_placements(loaded.spec, fabric)
+    assert inspect.isgenerator(iter_placements(loaded.spec, fabric, loaded.catalog))
+    placements = iter_placements(loaded.spec, fabric, loaded.catalog)
     first = [next(placements) for _ in range(5)]
     assert [(host, port) for host, port, _ in first] == [
         ("gpu0001", 0),
@@ -352,7 +352,7 @@ def test_a_slower_nic_runs_at_its_own_speed() -> None:
     assert fabric.port_speed_gbps == 400
 
 
-def test_mixed_compute_pools_need_the_catalog_for_placements() -> None:
+def test_mixed_compute_pools_place_each_nodes_own_nics() -> None:
     profiles = {
         "big": gpu_profile(nics=8),
         "small": gpu_profile("L40S", gpus=4, nics=4),
@@ -365,8 +365,6 @@ def test_mixed_compute_pools_need_the_catalog_for_placements() -> None:
     fabric = _fabric(loaded)
     # Each node gets 8 slots; the 4-NIC nodes leave 4 empty: 2 x 8 + 2 x 4 = 24 endpoints.
     assert (fabric.rails, fabric.endpoints) == (8, 24)
-    with pytest.raises(ValueError, match="pass the catalog"):
-        next(iter_placements(loaded.spec, fabric))
     placements = list(iter_placements(loaded.spec, fabric, loaded.catalog))
     assert len(placements) == 24
     assert placements[-1][:2] == ("small02", 3)

@@ -60,7 +60,7 @@ def test_a_100k_gpu_plan_holds_nothing_per_node() -> None:
     assert max(sizes.values()) <= 25
     # The per-endpoint view is there on demand, lazily.
     assert plan.fabric is not None
-    first = next(iter_placements(loaded.spec, plan.fabric))
+    first = next(iter_placements(loaded.spec, plan.fabric, loaded.catalog))
     assert first[:2] == ("gpu00001", 0)
 
 

@@ -58,7 +58,8 @@ def test_rails_that_fit_a_switch_are_one_switch_each() -> None:
     assert (spined.leaves, spined.spines, spined.cables) == (16, 8, 1_024)
     # NIC j of every node on rail j's switch, node n in port n.
     placed = {
-        (host, nic): (p.leaf, p.port) for host, nic, p in iter_placements(loaded.spec, fabric)
+        (host, nic): (p.leaf, p.port)
+        for host, nic, p in iter_placements(loaded.spec, fabric, loaded.catalog)
     }
     assert placed["gpu01", 0] == ("is00-leaf001", 1)
     assert placed["gpu01", 7] == ("is00-leaf008", 1)

@@ -27,7 +27,7 @@ from myriad.plan.slow_nodes import (
     search_inputs,
     topology,
 )
-from myriad.spec.loader import load_spec
+from myriad.spec.loader import load_spec, load_spec_text
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ("roce-10k", "h100-100k", "starter-64")
@@ -214,7 +214,9 @@ def test_topology_follows_the_plans_leaves() -> None:
     local = load_spec(ROOT / "inventories" / "local" / "cluster.yaml")
     fabric = plan_loaded(local).plan.fabric
     assert fabric is not None
-    assert topology(local.spec, fabric).leaf_groups() == (("node01", "node02", "node03"),)
+    assert topology(local.spec, fabric, local.catalog).leaf_groups() == (
+        ("node01", "node02", "node03"),
+    )
 
 
 def test_benchmark_cost_model() -> None:
@@ -247,3 +249,35 @@ def test_the_specs_margin_reaches_every_figure() -> None:
         # The figure is the same; only the gate moves: 0.95 x expected instead of 0.90.
         assert f.allreduce.gbs == default[name].allreduce.gbs  # type: ignore[union-attr]
         assert f.allreduce.gate_gbs == pytest.approx(f.allreduce.gbs * 0.95)
+
+
+def test_pools_that_differ_in_their_compute_nics_each_keep_their_own_rails() -> None:
+    """A cluster of two GPU pools whose compute NICs differ (8 ConnectX-7 and 4): the
+    acceptance topology places each node's own ports. It raised ValueError (the catalog was
+    not passed to the placements), so `myriad accept` and `myriad resume` stopped with a
+    traceback on any such cluster."""
+    text = (ROOT / "inventories" / "starter-64" / "cluster.yaml").read_text()
+    four = (
+        "  h100-four:\n"
+        "    server: HGX-H100-8GPU\n"
+        "    gpu: {model: H100-SXM5-80GB, count: 8}\n"
+        "    cpu: {sockets: 2, cores_per_socket: 48}\n"
+        "    memory_gib: 2048\n"
+        "    pcie: {gen: 5, switches: 4}\n"
+        "    nvswitch: 4\n"
+        "    nics:\n"
+        "      compute: {model: ConnectX-7, count: 4}\n"
+    )
+    text = text.replace("  head:\n", four + "  head:\n", 1).replace(
+        "  - {name: gpu, profile: h100-node, count: 8, role: compute}\n",
+        "  - {name: gpu, profile: h100-node, count: 8, role: compute}\n"
+        "  - {name: half, profile: h100-four, count: 2, role: compute}\n",
+    )
+    loaded = load_spec_text(text, "mixed.yaml")
+    fabric = plan_loaded(loaded).plan.fabric
+    assert fabric is not None
+    topo, figures = search_inputs(loaded.spec, loaded.catalog, fabric)
+    assert sorted(figures) == ["h100-four", "h100-node"]
+    assert [len(topo.node(f"gpu{i:02d}").leaves) for i in (1, 8)] == [8, 8]
+    assert [len(topo.node(f"half{i:02d}").leaves) for i in (1, 2)] == [4, 4]
+    assert topo.node("half01").profile == "h100-four"

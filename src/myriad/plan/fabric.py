@@ -887,30 +887,17 @@ def rail_leaves(fabric: Fabric) -> RailLeaves | None:
     return RailLeaves(per_rail, hosts, fabric) if per_rail > 1 else None
 
 
-def _endpoints_by_profile(spec: Cluster, fabric: Fabric, catalog: Catalog | None) -> dict[str, int]:
+def _endpoints_by_profile(spec: Cluster, catalog: Catalog) -> dict[str, int]:
     profiles = dict.fromkeys(pool.profile for pool in spec.pools_with_role("compute"))
-    if catalog is not None:
-        return {name: endpoints_per_node(spec.profiles[name], catalog) for name in profiles}
-    groups = {
-        (g.model, g.count) if (g := spec.profiles[name].nics.compute) else None for name in profiles
-    }
-    if len(groups) > 1:
-        raise ValueError(
-            "compute pools differ in their compute NICs: pass the catalog so each node's "
-            "endpoints are known"
-        )
-    return dict.fromkeys(profiles, fabric.rails)
+    return {name: endpoints_per_node(spec.profiles[name], catalog) for name in profiles}
 
 
 def iter_placements(
-    spec: Cluster, fabric: Fabric, catalog: Catalog | None = None
+    spec: Cluster, fabric: Fabric, catalog: Catalog
 ) -> Iterator[tuple[str, int, LeafPlacement]]:
-    """(host name, NIC port, placement) of every compute endpoint, in pool order.
-
-    The catalog is needed only when compute pools differ in their compute NICs; without
-    it, every compute node has `fabric.rails` endpoints.
-    """
-    endpoints = _endpoints_by_profile(spec, fabric, catalog)
+    """(host name, NIC port, placement) of every compute endpoint, in pool order: each node
+    with its own profile's endpoints (the catalog's), so pools may differ in their NICs."""
+    endpoints = _endpoints_by_profile(spec, catalog)
     index = 0
     for pool in spec.pools_with_role("compute"):
         count = endpoints[pool.profile]

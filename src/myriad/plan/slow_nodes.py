@@ -100,15 +100,16 @@ def search_inputs(
         for name, profile in spec.profiles.items()
         if profile.gpu is not None
     }
-    return topology(spec, fabric), figures
+    return topology(spec, fabric, catalog), figures
 
 
-def topology(spec: Cluster, fabric: Fabric) -> AcceptTopology:
-    """The compute nodes with their island, leaf group and leaf per rail, from the plan."""
+def topology(spec: Cluster, fabric: Fabric, catalog: Catalog) -> AcceptTopology:
+    """The compute nodes with their island, leaf group and leaf per rail, from the plan; a
+    node with no compute NIC has no place in the fabric and is left out."""
     profiles = {r.name: r.profile for r in iter_nodes(spec) if r.role == "compute"}
     leaves: dict[str, list[str]] = defaultdict(list)
     island: dict[str, int] = {}
-    for host, _nic, placement in iter_placements(spec, fabric):
+    for host, _nic, placement in iter_placements(spec, fabric, catalog):
         leaves[host].append(placement.leaf)
         island[host] = placement.island
     nodes = tuple(
