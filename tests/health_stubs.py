@@ -305,10 +305,14 @@ TRAY_PROFILE = {
 }
 
 
-def h100_spec(name: str, management: str, health: dict[str, Any] | None = None) -> dict[str, Any]:
+def h100_spec(
+    name: str, management: str, health: dict[str, Any] | None = None, *, trays: int = 0
+) -> dict[str, Any]:
     """A test-only spec: one controller and two compute nodes declaring 8 x H100 and two
-    ConnectX-7 on InfiniBand, on the local provider; node health on with the given section."""
-    return {
+    ConnectX-7 on InfiniBand, on the local provider; node health on with the given section.
+    With `trays`, a pool `tray` of that many trays of one rack-scale NVLink domain
+    (`twin_rack_catalog`) beside them."""
+    spec: dict[str, Any] = {
         "apiVersion": "myriad/v1",
         "kind": "Cluster",
         "metadata": {"name": name, "description": "node health test (stub GPUs and HCAs)"},
@@ -344,3 +348,8 @@ def h100_spec(name: str, management: str, health: dict[str, Any] | None = None) 
         },
         "health": health if health is not None else {},
     }
+    if trays:
+        spec["profiles"]["tray"] = TRAY_PROFILE
+        spec["pools"].append({"name": "tray", "profile": "tray", "count": trays, "role": "compute"})
+        spec["catalog"] = twin_rack_catalog(trays)
+    return spec

@@ -24,6 +24,12 @@ resumes it. Then remediation (`myriad remedy`): a node drained for a missing GPU
 through Slurm and comes back in service, and the same fault again escalates it to
 needs-hardware, with the hook's payload, while a job on the other node runs to its end;
 `myriad resume` returns it, once repaired, only through an acceptance run of it alone.
+Beside them stand two trays of a rack-scale NVLink domain (issue #30): a GB200 NVL72 rack
+cut to two trays (tests/health_stubs.py `twin_rack_catalog`). Said plainly: each tray's
+stub `nvidia-smi` prints four GB200s whose Fabric sections follow the real DTD v13
+capture, its stub `nvidia-imex-ctl -N` the real 18-node capture cut to the two trays'
+addresses, and its IMEX daemon is a stand-in unit. Node health judges their fabric state
+from those, on the document the health role renders for a tray, under slurmd.
 One cluster for the module; `down` at the end, even on failure.
 """
 
@@ -45,21 +51,29 @@ import yaml
 from accept_stubs import dcgm_output, ib_write_bw_output, nccl_output, standin_script
 from health_stubs import (
     FAULT_XML,
+    GB200_CLIQUE,
+    GB200_CLUSTER,
+    GB200_PRODUCT,
     GPU_PROCESSES,
     TWIN_MODULE_FILE,
     ecc_off_xml,
+    fabric_xml,
     gpu_xml,
     h100_spec,
+    imex_status,
     infiniband_tree,
     nvidia_modprobe_script,
     nvidia_smi_script,
     twin_driver_unit,
 )
+from myriad.node.health import REASON_MAX
 from myriad.node.parsers import parse_scontrol_nodes
 from myriad.node.parsers.slurm import SlurmNode
 from myriad.plan.acceptance import profile_figures
 from myriad.plan.nodes import container_name
+from myriad.plan.pipeline import plan_loaded
 from myriad.provision import local
+from myriad.render.inventory import build_inventory
 from myriad.spec import load_spec
 
 from run_names import free_subnet, unique_name
@@ -71,7 +85,7 @@ INTERVAL_S = 10
 XID_HOLD_S = 10
 HEALTH = {
     "interval_s": INTERVAL_S,
-    "drain": ["gpu.count", "gpu.xid", "hca.counter-growth"],
+    "drain": ["gpu.count", "gpu.xid", "hca.counter-growth", "gpu.fabric-state", "gpu.imex-domain"],
     # The fixture's ConnectX-3 port has no symbol_error file: follow the counters it has.
     "counters": {"link_downed": 0, "port_rcv_errors": 10},
     "xid_hold_s": XID_HOLD_S,
@@ -82,6 +96,15 @@ HEALTH = {
 # At most one node in repair; two failing together trip the breaker (issue #29).
 REMEDIATION = {"max_nodes": 1, "breaker_nodes": 2}
 HOOK_PAYLOADS = "hook-payloads.jsonl"
+TRAYS = ("tray01", "tray02")
+TRAY_GPUS = 4
+# The twin's stand-in IMEX daemon: up, as the real one is once it joined its domain.
+IMEX_UNIT = (
+    "# Test stub (tests/integration/test_health_local.py): the twin's stand-in IMEX daemon.\n"
+    "[Unit]\nDescription=Stand-in NVIDIA IMEX daemon of the local twin\n\n"
+    "[Service]\nType=oneshot\nRemainAfterExit=yes\nExecStart=/bin/true\n\n"
+    "[Install]\nWantedBy=multi-user.target\n"
+)
 # The real XID 79 message (NVIDIA/NVSentinel issue #155; tests/samples/kernel-log).
 OFF_THE_BUS = "NVRM: Xid (PCI:0000:44:00): 79, GPU has fallen off the bus"
 
@@ -145,9 +168,9 @@ def myriad(*args: str, state: Path, timeout: float = 1200) -> subprocess.Complet
     )  # fmt: skip
 
 
-def install_stubs(cluster: Cluster, node: str, work: Path) -> None:
+def install_stubs(cluster: Cluster, node: str, work: Path, xml: str = "", gpus: int = 8) -> None:
     cluster.run(node, "mkdir", "-p", TEST_DIR)
-    cluster.write(node, f"{TEST_DIR}/nvidia-smi.xml", gpu_xml(8))
+    cluster.write(node, f"{TEST_DIR}/nvidia-smi.xml", xml or gpu_xml(gpus))
     cluster.write(
         node,
         "/usr/local/bin/nvidia-smi",
@@ -163,13 +186,25 @@ def install_stubs(cluster: Cluster, node: str, work: Path) -> None:
     # slurm.conf gives the node Gres=gpu:h100:8 with gres.conf File=/dev/nvidia[0-7]: slurmd's
     # pre-start makes the device nodes with nvidia-modprobe once the driver lists the GPUs.
     # The twin's driver is a unit of the name slurmd's drop-in waits for; it starts at boot.
-    cluster.write(node, "/etc/systemd/system/nvidia-persistenced.service", twin_driver_unit(8))
+    cluster.write(node, "/etc/systemd/system/nvidia-persistenced.service", twin_driver_unit(gpus))
     cluster.run(node, "mkdir", "-p", os.path.dirname(TWIN_MODULE_FILE))
     cluster.run(node, "touch", TWIN_MODULE_FILE)
     cluster.write(node, "/usr/local/bin/nvidia-modprobe", nvidia_modprobe_script())
     cluster.run(node, "chmod", "755", "/usr/local/bin/nvidia-modprobe")
     cluster.run(node, "systemctl", "daemon-reload")
     cluster.run(node, "systemctl", "enable", "--now", "nvidia-persistenced.service")
+
+
+def install_tray_stubs(cluster: Cluster, tray: str, work: Path, imex_nodes: list[str]) -> None:
+    """A tray: four GB200s in one NVLink domain, and the IMEX daemon of its domain up."""
+    install_stubs(cluster, tray, work, fabric_xml(TRAY_GPUS, product=GB200_PRODUCT), TRAY_GPUS)
+    imex = f"#!/bin/sh\ncat <<'EOF'\n{imex_status(imex_nodes)}EOF\n"
+    cluster.write(tray, "/usr/local/bin/nvidia-imex-ctl", imex)
+    cluster.run(tray, "chmod", "755", "/usr/local/bin/nvidia-imex-ctl")
+    # The unit slurmd's drop-in waits for on a tray (render: NVLINK_FABRIC_UNITS["imex"]).
+    cluster.write(tray, "/etc/systemd/system/nvidia-imex.service", IMEX_UNIT)
+    cluster.run(tray, "systemctl", "daemon-reload")
+    cluster.run(tray, "systemctl", "enable", "--now", "nvidia-imex.service")
 
 
 def use_test_sources(cluster: Cluster, node: str) -> None:
@@ -191,22 +226,28 @@ def cluster(docker_available: None, tmp_path_factory: pytest.TempPathFactory) ->
     hook.write_text(f"#!/bin/sh\ncat >> {state / HOOK_PAYLOADS}\necho >> {state / HOOK_PAYLOADS}\n")
     hook.chmod(0o755)
     policy = {**HEALTH, "remediation": {**REMEDIATION, "hook": str(hook)}}
-    document = h100_spec(name, free_subnet(), policy)
+    document = h100_spec(name, free_subnet(), policy, trays=len(TRAYS))
     # One compute node a rack: a node draws 6.25 kW (8 x 700 W GPUs and the rest, as the plan
     # counts it), floor(10 / 6.25) = 1. Two nodes failing together are then two racks' single
     # failures, which the breaker stops, not one whole rack drained as a unit.
     document["facility"] = {"rack_kw": 10.0}
     spec_path.write_text(yaml.safe_dump(document, sort_keys=False))
-    spec = load_spec(spec_path).spec
+    loaded = load_spec(spec_path)
+    spec = loaded.spec
+    planned = plan_loaded(loaded)
+    assert planned.plan is not None
+    host_vars = build_inventory(spec, loaded.catalog, planned.plan).host_vars
     made = Cluster(name, spec_path, state)
     assert made.container("node02") == container_name(spec, "node02")
     try:
         local.converge(spec)
         for node in ("node01", "node02"):
             install_stubs(made, node, state)
+        for tray in TRAYS:
+            install_tray_stubs(made, tray, state, host_vars[tray]["nvidia_driver_imex_nodes"])
         up = myriad("bringup", str(spec_path), "--tags", "common,health,slurm", state=state)
         assert up.returncode == 0, up.stdout[-6000:] + up.stderr[-3000:]
-        for node in ("node01", "node02"):
+        for node in ("node01", "node02", *TRAYS):
             use_test_sources(made, node)
         yield made
     finally:
@@ -302,7 +343,8 @@ def test_node_health_drains_resumes_and_leaves_an_administrators_drain(cluster: 
         "other",
         "admin: fan swap",
     )
-    assert sorted(report) == ["node01", "node02"]  # the runner is on compute nodes only
+    # The runner is on compute nodes only.
+    assert sorted(report) == ["node01", "node02", *TRAYS]
 
     cluster.write("node02", f"{TEST_DIR}/nvidia-smi.xml", gpu_xml(8))
     cluster.wait(
@@ -319,6 +361,55 @@ def test_node_health_drains_resumes_and_leaves_an_administrators_drain(cluster: 
     assert "myriad_health_node_drained 0" in metrics
     # Still the administrator's.
     assert cluster.slurm("node01") == (True, "admin: fan swap")
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_a_tray_whose_gpus_leave_its_nvlink_domain_drains_with_the_reason(cluster: Cluster) -> None:
+    """Issue #30 on the twin: node health on the trays of a rack-scale NVLink domain.
+
+    Real: the node document the health role renders for a tray (its fabric and IMEX checks
+    derived from the plan), the runner under slurmd, Slurm's drain and resume, `myriad
+    health`. Stand-ins: nvidia-smi and nvidia-imex-ctl printing captures (module docstring).
+    The rack-wide comparison of trays is `myriad validate`'s (test_validate_local.py)."""
+    for tray in TRAYS:
+        cluster.wait(f"{tray} up", lambda n=tray: cluster.slurm(n) == (False, ""), 6 * INTERVAL_S)
+    document = json.loads(cluster.run("tray02", "cat", "/etc/myriad-health/node.json"))
+    applies = {e["check"]: e["applies"] for e in document["node"]["expectations"]}
+    assert applies["gpu.fabric-state"] and applies["gpu.imex-domain"], applies
+    # A job lands on the tray, its four GPUs in slurmd's GRES (each pool is a partition).
+    assert "gpu:gb200:4" in cluster.record("tray02").fields["Gres"]
+    job = ("srun", "-p", "tray", "-w", "tray02", "--gres=gpu:4", "hostname")
+    assert cluster.run("ctl01", "timeout", "60", *job).split() == ["tray02"]
+
+    # GPU 1 of tray02 registers in another NVLink domain than the tray's other three.
+    cluster.run("tray02", "mkdir", "-p", os.path.dirname(FAULT_XML))
+    cluster.write("tray02", FAULT_XML, fabric_xml(TRAY_GPUS, {1: 4027}, product=GB200_PRODUCT))
+    finding = (
+        "gpu.fabric-state expected every GPU Completed, Success, in one NVLink domain (clique "
+        "and cluster UUID), found GPUs disagree on their NVLink domain: "
+        f"GPU 0,2,3 clique {GB200_CLIQUE} cluster {GB200_CLUSTER}; "
+        f"GPU 1 clique 4027 cluster {GB200_CLUSTER}"
+    )
+    # Slurm's reason is the finding cut to REASON_MAX; the state file and `myriad health`
+    # carry it whole.
+    split = f"myriad-health: {finding}"[: REASON_MAX - 3] + "..."
+    assert split.endswith("; GPU 1 ...")
+    cluster.wait(
+        "tray02 drained for its split domain",
+        lambda: cluster.slurm("tray02") == (True, split),
+        3 * INTERVAL_S,
+    )
+    assert cluster.slurm("tray01") == (False, "")
+    shown = myriad("health", str(cluster.spec), "--json", state=cluster.state, timeout=600)
+    report = {n["node"]: n for n in json.loads(shown.stdout)["nodes"]}
+    assert report["tray02"]["drained_by"] == "myriad-health"
+    assert report["tray02"]["failing"] == [finding]
+    assert report["tray01"]["failing"] == [] and report["tray01"]["drained"] is False
+
+    # Registered again (a reboot or GPU reset re-registers it): the tray resumes by itself.
+    cluster.run("tray02", "rm", "-f", FAULT_XML)
+    cluster.wait("tray02 resumed", lambda: cluster.slurm("tray02") == (False, ""), 3 * INTERVAL_S)
 
 
 def _slurmd_back(cluster: Cluster, node: str, started_before: str) -> bool:
@@ -546,8 +637,7 @@ def test_remedy_reboots_a_failed_node_then_sends_it_for_repair(cluster: Cluster)
     # it alone, through Slurm (DCGM and NVLink; the stand-ins print real captures).
     cluster.run("node02", "rm", "-f", FAULT_XML)
     loaded = load_spec(cluster.spec)
-    (name,) = [n for n, p in loaded.spec.profiles.items() if p.gpu is not None]
-    figures = profile_figures(name, loaded.spec.profiles[name], loaded.catalog)
+    figures = profile_figures("h100", loaded.spec.profiles["h100"], loaded.catalog)
     assert figures.nvlink is not None and figures.rdma_port is not None
     install_accept_standins(cluster, "node02", figures.nvlink.gbs, figures.rdma_port.gbs)
     back = myriad("resume", str(cluster.spec), "node02", state=cluster.state, timeout=600)
@@ -598,11 +688,11 @@ def test_accept_finds_the_slow_node_through_slurm_drains_and_readmits_it(cluster
     Real: the reservation, the job steps (srun with the nodes' GRES), the run record, the
     parsers reading each step's output, the drain with its figures and the re-test of drained
     nodes. Stand-ins: dcgmi, all_reduce_perf and ib_write_bw print real captures (tests/samples
-    rows 28-31) with figures this test chose; node02's NVLink all_reduce at half its figure."""
+    rows 28-31) with figures this test chose; node02's NVLink all_reduce at half its figure.
+    The trays have no compute NICs, so no place in the fabric to test: `--limit` leaves them
+    out, as an operator would (accept refuses them by name otherwise)."""
     loaded = load_spec(cluster.spec)
-    (profile,) = [p for p in loaded.spec.profiles.values() if p.gpu is not None]
-    (name,) = [n for n, p in loaded.spec.profiles.items() if p.gpu is not None]
-    figures = profile_figures(name, profile, loaded.catalog)
+    figures = profile_figures("h100", loaded.spec.profiles["h100"], loaded.catalog)
     assert figures.nvlink is not None and figures.rdma_port is not None
     nvlink, rdma = figures.nvlink.gbs, figures.rdma_port.gbs
     for node in ("node01", "node02"):
@@ -616,8 +706,8 @@ def test_accept_finds_the_slow_node_through_slurm_drains_and_readmits_it(cluster
     )
     junit = cluster.state / "accept.xml"
     run = myriad(
-        "accept", str(cluster.spec), "--level", "quick", "--json", "--junit", str(junit),
-        state=cluster.state, timeout=900,
+        "accept", str(cluster.spec), "--level", "quick", "--limit", "node01,node02",
+        "--json", "--junit", str(junit), state=cluster.state, timeout=900,
     )  # fmt: skip
     assert run.returncode == 1, run.stdout[-4000:] + run.stderr[-3000:]
     drained, reason = cluster.slurm("node02")

@@ -21,6 +21,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -57,7 +58,7 @@ COMPUTE_NODES = 7
 TRAYS = 3
 TRAY_NAMES = [f"tray{i:02d}" for i in range(1, TRAYS + 1)]
 STUB_XML = "/var/lib/myriad-twin/nvidia-smi.xml"
-SPEC = {
+SPEC: dict[str, Any] = {
     "apiVersion": "myriad/v1",
     "kind": "Cluster",
     "metadata": {"name": "valtest-it", "description": "validation integration test"},
