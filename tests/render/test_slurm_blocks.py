@@ -6,12 +6,17 @@ Ubuntu 24.04, src/myriad/catalog/os.yaml): topology.conf(5) gives `BlockName=` w
 src/plugins/topology/block/topology_block.c stops slurmctld on a block name given twice, a
 node it does not know, and blocks of unequal node count ("children count no equal
 bblock_node_cnt"). The role's template is rendered here with Jinja2 and the role's own
-hostlist filter, from the inventory Myriad renders.
+hostlist filter, from the inventory Myriad renders. Last, the rendered blocks are loaded into
+a real slurmctld, Debian 13's 24.11 (the newest Debian packages; the twin's Debian 12 has
+22.05, without topology/block), and jobs submitted to it land inside one rack each.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import os
+import socket
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -126,3 +131,118 @@ def test_servers_beside_the_racks_keep_the_switch_tree() -> None:
     assert "slurm_topology_plugin" not in inventory.group_vars["all"]
     placed = [n for s in inventory.tables["slurm_topology_switches"] for n in s.get("nodes", [])]
     assert sorted(placed) == [f"gpu{i:02d}" for i in range(1, 19)] + ["hgx01", "hgx02"]
+
+
+# Debian 13's slurmctld (24.11), unpacked by scripts/bootstrap (scripts/slurm-tree): the
+# twin's Debian 12 ships 22.05, which has no topology/block, so its own slurmctld cannot load
+# the blocks. Ubuntu 24.04's 23.11 is not packaged for Debian; its parser is read above.
+SLURM_TREE = ROOT / ".venv" / "opt" / "slurm-24.11"
+CONTROLLER = "myriad-blocks"
+# The jobs submitted, in nodes, in order: each fits in one rack of 18 trays, and the second
+# no longer fits beside the first.
+JOBS = (10, 10, 4, 18, 12)
+
+# Runs in new mount, UTS and PID namespaces (unshare), so every mount and the daemon end with
+# it: the tree's /etc/slurm is this run's folder, its state and /run are empty tmpfs.
+_SESSION = f"""set -eu
+tree=$1 conf=$2; shift 2
+mount --make-rprivate /
+mount --rbind /dev "$tree/dev"
+mount -t proc proc "$tree/proc"
+mount --bind "$conf" "$tree/etc/slurm"
+mount -t tmpfs tmpfs "$tree/var/lib/slurm/slurmctld"
+mount -t tmpfs tmpfs "$tree/run"
+hostname {CONTROLLER}
+in_tree() {{ chroot "$tree" "$@"; }}
+in_tree /usr/sbin/slurmctld -D -i >"$conf/slurmctld.log" 2>&1 &
+tries=0
+until in_tree /usr/bin/sinfo -h >/dev/null 2>&1; do
+    tries=$((tries + 1)); [ "$tries" -lt 100 ] || {{ cat "$conf/slurmctld.log" >&2; exit 1; }}
+    sleep 0.2
+done
+in_tree /usr/bin/scontrol show topology
+for nodes in "$@"; do in_tree /usr/bin/sbatch -Q -N "$nodes" --wrap true; done
+tries=0
+while in_tree /usr/bin/squeue -h -t PENDING -o %i | grep -q .; do
+    tries=$((tries + 1)); [ "$tries" -lt 100 ] || {{ in_tree /usr/bin/squeue >&2; exit 1; }}
+    sleep 0.2
+done
+for job in $(in_tree /usr/bin/squeue -h -o %i | sort -n); do
+    nodes=$(in_tree /usr/bin/squeue -h -j "$job" -o %N)
+    echo "job $job: $(in_tree /usr/bin/scontrol show hostnames "$nodes" | tr '\\n' ' ')"
+done
+"""
+
+
+def _slurmctld(
+    tmp_path: Path, variables: dict[str, Any], plugin: str, jobs: tuple[int, ...]
+) -> tuple[str, list[list[str]]]:
+    """`scontrol show topology` of slurmctld 24.11 started on the rendered topology.conf,
+    and the nodes each job got. The trays are power-saving cloud nodes: slurmctld allocates
+    them as it would booted ones, and no slurmd is needed for a job to be placed."""
+    conf = tmp_path / "etc-slurm"
+    conf.mkdir(parents=True)
+    (conf / "topology.conf").write_text(topology_conf(variables))
+    key = conf / "slurm.key"
+    key.write_bytes(os.urandom(64))
+    key.chmod(0o600)
+    power = conf / "power"
+    power.write_text("#!/bin/sh\nexit 0\n")
+    power.chmod(0o755)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    nodes = [name for entry in variables["slurm_nodes"] for name in entry["names"]]
+    (conf / "slurm.conf").write_text(
+        f"ClusterName=blocks\nSlurmctldHost={CONTROLLER}(127.0.0.1)\n"
+        f"SlurmctldPort={port}\nSlurmdPort={port + 1}\n"
+        "AuthType=auth/slurm\nCredType=cred/slurm\nSlurmUser=root\n"
+        "StateSaveLocation=/var/lib/slurm/slurmctld\nSlurmctldPidFile=/run/slurmctld.pid\n"
+        "ProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\nMailProg=/etc/slurm/power\n"
+        f"TopologyPlugin={plugin}\n"
+        "SuspendProgram=/etc/slurm/power\nResumeProgram=/etc/slurm/power\n"
+        "SuspendTime=600\nResumeTimeout=600\n"
+        f"NodeName={','.join(nodes)} NodeAddr=127.0.0.1 CPUs=4 State=CLOUD\n"
+        "PartitionName=gpu Nodes=ALL Default=YES\n"
+    )
+    done = subprocess.run(
+        ["unshare", "--mount", "--uts", "--pid", "--fork", "--kill-child",
+         "sh", "-c", _SESSION, "session", str(SLURM_TREE), str(conf), *map(str, jobs)],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    shown = [line for line in done.stdout.splitlines() if not line.startswith("job ")]
+    placed = [
+        line.split(": ", 1)[1].split()
+        for line in done.stdout.splitlines()
+        if line.startswith("job ")
+    ]
+    return "\n".join(shown), placed
+
+
+@pytest.mark.slow
+def test_slurmctld_loads_the_blocks_and_keeps_each_job_inside_one_rack(tmp_path: Path) -> None:
+    if not SLURM_TREE.is_dir():
+        pytest.skip(f"no Slurm 24.11 tree at {SLURM_TREE}: scripts/bootstrap makes it")
+    variables = _variables("gb300-nvl72-8")
+    racks = {b["name"]: set(b["nodes"]) for b in variables["slurm_topology_blocks"]}
+    shown, placed = _slurmctld(tmp_path, variables, variables["slurm_topology_plugin"], JOBS)
+    # slurmctld read each rendered block whole: 8 racks of 18 trays.
+    for n in range(1, 9):
+        first, last = 18 * (n - 1) + 1, 18 * n
+        assert (
+            f"BlockName=nvl{n:02d} BlockIndex={n - 1} Nodes=gpu[{first:03d}-{last:03d}] "
+            "BlockSize=18"
+        ) in shown.splitlines(), shown
+    assert [len(nodes) for nodes in placed] == list(JOBS)
+    for nodes in placed:
+        assert any(set(nodes) <= rack for rack in racks.values()), (nodes, shown)
+
+    # The README's account of this test names these jobs.
+    sizes = ", ".join(map(str, JOBS[:-1])) + f" and {JOBS[-1]}"
+    assert f"jobs of {sizes} nodes" in " ".join((ROOT / "README.md").read_text().split())
+
+    # The control: without the blocks, slurmctld packs the second job across two racks.
+    _, flat = _slurmctld(tmp_path / "flat", variables, "topology/default", JOBS)
+    straddling = [n for n in flat if not any(set(n) <= rack for rack in racks.values())]
+    assert straddling, flat
