@@ -137,6 +137,12 @@ def imex_status(addresses: list[str]) -> str:
     return "\n".join(out) + "\n"
 
 
+def imex_ctl_script(addresses: list[str]) -> str:
+    """A stub `nvidia-imex-ctl` that prints `imex_status(addresses)` whatever it is asked."""
+    head = "#!/bin/sh\n# Test stub (tests/health_stubs.py).\n"
+    return f"{head}cat <<'EOF'\n{imex_status(addresses)}EOF\n"
+
+
 # A fault written here outlives nothing: /run is emptied at a (container's) reboot, as a GPU
 # that fell off the bus is back on it after a real one.
 FAULT_XML = "/run/myriad-health-test/nvidia-smi.xml"

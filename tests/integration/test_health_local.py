@@ -60,7 +60,7 @@ from health_stubs import (
     fabric_xml,
     gpu_xml,
     h100_spec,
-    imex_status,
+    imex_ctl_script,
     infiniband_tree,
     nvidia_modprobe_script,
     nvidia_smi_script,
@@ -168,9 +168,11 @@ def myriad(*args: str, state: Path, timeout: float = 1200) -> subprocess.Complet
     )  # fmt: skip
 
 
-def install_stubs(cluster: Cluster, node: str, work: Path, xml: str = "", gpus: int = 8) -> None:
+def install_stubs(
+    cluster: Cluster, node: str, work: Path, xml: str | None = None, gpus: int = 8
+) -> None:
     cluster.run(node, "mkdir", "-p", TEST_DIR)
-    cluster.write(node, f"{TEST_DIR}/nvidia-smi.xml", xml or gpu_xml(gpus))
+    cluster.write(node, f"{TEST_DIR}/nvidia-smi.xml", gpu_xml(gpus) if xml is None else xml)
     cluster.write(
         node,
         "/usr/local/bin/nvidia-smi",
@@ -198,8 +200,7 @@ def install_stubs(cluster: Cluster, node: str, work: Path, xml: str = "", gpus: 
 def install_tray_stubs(cluster: Cluster, tray: str, work: Path, imex_nodes: list[str]) -> None:
     """A tray: four GB200s in one NVLink domain, and the IMEX daemon of its domain up."""
     install_stubs(cluster, tray, work, fabric_xml(TRAY_GPUS, product=GB200_PRODUCT), TRAY_GPUS)
-    imex = f"#!/bin/sh\ncat <<'EOF'\n{imex_status(imex_nodes)}EOF\n"
-    cluster.write(tray, "/usr/local/bin/nvidia-imex-ctl", imex)
+    cluster.write(tray, "/usr/local/bin/nvidia-imex-ctl", imex_ctl_script(imex_nodes))
     cluster.run(tray, "chmod", "755", "/usr/local/bin/nvidia-imex-ctl")
     # The unit slurmd's drop-in waits for on a tray (render: NVLINK_FABRIC_UNITS["imex"]).
     cluster.write(tray, "/etc/systemd/system/nvidia-imex.service", IMEX_UNIT)

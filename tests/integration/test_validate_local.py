@@ -32,7 +32,7 @@ from health_stubs import (
     GB200_PRODUCT,
     TRAY_PROFILE,
     fabric_xml,
-    imex_status,
+    imex_ctl_script,
     nvidia_smi_script,
     twin_rack_catalog,
 )
@@ -124,8 +124,7 @@ def install_tray_stubs(bare: Bare) -> None:
         imex = bare.inventory.host_vars[tray]["nvidia_driver_imex_nodes"]
         write(bare, tray, STUB_XML, fabric_xml(4, product=GB200_PRODUCT))
         write(bare, tray, "/usr/local/bin/nvidia-smi", nvidia_smi_script(STUB_XML), "755")
-        status = f"#!/bin/sh\ncat <<'EOF'\n{imex_status(imex)}EOF\n"
-        write(bare, tray, "/usr/local/bin/nvidia-imex-ctl", status, "755")
+        write(bare, tray, "/usr/local/bin/nvidia-imex-ctl", imex_ctl_script(imex), "755")
 
 
 @pytest.fixture(scope="module")
