@@ -49,17 +49,21 @@ def test_each_platform_gets_its_fabric_software() -> None:
         profiles={
             "hgx-h100": gpu_profile(gpus=8),  # 4 NVSwitches (spec_builder)
             "hgx-b200": gpu_profile(gpu="B200-SXM-180GB", gpus=8),
+            "hgx-b300": gpu_profile(gpu="B300-SXM-288GB", gpus=8),
             "pcie": gpu_profile(gpus=2),  # no NVSwitch
         },
         pools=[
             {"name": name, "profile": name, "count": 2, "role": "compute"}
-            for name in ("hgx-h100", "hgx-b200", "pcie")
+            for name in ("hgx-h100", "hgx-b200", "hgx-b300", "pcie")
         ],
     )
     spec, catalog = loaded.spec, loaded.catalog
     assert nvlink_fabric_software(spec.profiles["hgx-h100"], catalog) == "fabricmanager"
     # Blackwell (compute capability 10.0): fourth-generation NVSwitch, Fabric Manager + NVLSM.
     assert nvlink_fabric_software(spec.profiles["hgx-b200"], catalog) == "fabricmanager-nvlsm"
+    # Blackwell Ultra (10.3, NVIDIA's compute capability table): the same fabric; the catalog
+    # gave B300 no capability, so an HGX B300 got Fabric Manager without NVLSM.
+    assert nvlink_fabric_software(spec.profiles["hgx-b300"], catalog) == "fabricmanager-nvlsm"
     assert nvlink_fabric_software(spec.profiles["pcie"], catalog) == "none"
     nvl72 = load_example("gb200-nvl72")
     tray = nvl72.spec.profiles["gb200-tray"]
