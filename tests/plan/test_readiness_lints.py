@@ -142,3 +142,29 @@ def test_an_endpoint_on_a_nodes_address_is_refused() -> None:
     [finding] = findings(loaded, "kubernetes-endpoint")
     assert "10.0.0.10 is ctl01's management address" in finding.message
     assert finding.path == ("software", "kubernetes", "control_plane_endpoint")
+
+
+def test_a_branch_older_than_the_gpu_is_an_error_where_the_spec_names_it() -> None:
+    # GB200 is Blackwell (compute capability 10.0): NVIDIA's architecture matrix gives
+    # Blackwell's first CUDA toolkit as 12.8, whose release notes ask for driver 570.26 or
+    # newer. R535 predates it: its driver does not know the GPUs, and nothing works.
+    loaded = example("gb200-nvl72", 'nvidia_driver: "580"', 'nvidia_driver: "535"')
+    [finding] = findings(loaded, "driver-gpu")
+    assert finding.severity == "error"
+    assert finding.message == (
+        "NVIDIA driver branch 535 predates GB200-186GB (profiles gb200-tray): Blackwell "
+        "(compute capability 10.0) needs branch 570 or newer (CUDA 12.8's minimum driver)"
+    )
+    assert finding.suggestion.startswith("pick branch 580 or newer")
+    assert finding.location(loaded) == "gb200-nvl72.yaml:" + _line(loaded, "nvidia_driver")
+    # Hopper on R535 is fine; every example's branch knows its GPUs.
+    for name in ("starter-64", "h100-100k", "gb200-nvl72", "gb300-nvl72-8"):
+        assert findings(example(name), "driver-gpu") == [], name
+    hopper = example("starter-64", 'nvidia_driver: "580"', 'nvidia_driver: "535"')
+    assert findings(hopper, "driver-gpu") == []
+
+
+def _line(loaded: LoadedSpec, key: str) -> str:
+    text = (ROOT / "inventories" / loaded.spec.metadata.name / "cluster.yaml").read_text()
+    number = next(i for i, line in enumerate(text.splitlines(), 1) if f"{key}:" in line)
+    return f"{number}:3"

@@ -679,6 +679,7 @@ def software_fit(loaded: LoadedSpec, plan: Plan) -> Iterator[Finding]:
             path=("software",),
         )
     yield from _driver_branch(loaded)
+    yield from _driver_gpu(loaded)
     yield from _slurm_fit(loaded)
     yield from _slurm_topology(loaded, plan)
     yield from _kubernetes_fit(loaded, plan)
@@ -765,6 +766,54 @@ def _driver_branch(loaded: LoadedSpec, today: date | None = None) -> Iterator[Fi
         path=("software", "nvidia_driver"),
         numbers={"branch": branch},
     )
+
+
+# The first driver branch that knows each architecture, newest first: (lowest compute
+# capability, architecture, branch, first CUDA toolkit). NVIDIA's "CUDA Toolkit, Driver, and
+# Architecture Matrix" (docs.nvidia.com/datacenter/tesla/drivers/cuda-toolkit-driver-and-
+# architecture-matrix.html) gives each architecture's first toolkit; that toolkit's release
+# notes ("CUDA Toolkit and Corresponding Driver Versions") its minimum Linux driver: 12.8
+# needs 570.26, 11.8 needs 520.61.05, 11.0 needs 450.36.06.
+FIRST_DRIVER: tuple[tuple[int, str, int, str], ...] = (
+    (100, "Blackwell", 570, "CUDA 12.8"),
+    (90, "Hopper", 520, "CUDA 11.8"),
+    (89, "Ada", 520, "CUDA 11.8"),
+    (80, "Ampere", 450, "CUDA 11.0"),
+)
+
+
+def _driver_gpu(loaded: LoadedSpec) -> Iterator[Finding]:
+    """A branch older than a GPU's architecture does not drive it: the first run installs a
+    driver that sees no GPU."""
+    spec, catalog = loaded.spec, loaded.catalog
+    driver = spec.software.nvidia_driver
+    if driver is None or not driver.split(".")[0].isdigit():
+        return
+    branch = int(driver.split(".")[0])
+    profiles: dict[str, list[str]] = {}
+    for name, profile in spec.profiles.items():
+        if profile.gpu is not None:
+            profiles.setdefault(profile.gpu.model, []).append(name)
+    for model, names in profiles.items():
+        capability = catalog.gpus[model].compute_capability
+        if capability is None:
+            continue
+        first = next((row for row in FIRST_DRIVER if capability >= row[0]), None)
+        if first is None or branch >= first[2]:
+            continue
+        _, architecture, needed, toolkit = first
+        newer = sorted(int(b) for b in catalog.driver_branches if int(b) >= needed)
+        choice = f"pick branch {newer[0]} or newer" if newer else f"pick branch {needed} or newer"
+        yield Finding(
+            id="driver-gpu",
+            severity="error",
+            message=f"NVIDIA driver branch {branch} predates {model} (profiles "
+            f"{', '.join(names)}): {architecture} (compute capability {capability // 10}."
+            f"{capability % 10}) needs branch {needed} or newer ({toolkit}'s minimum driver)",
+            suggestion=f"{choice} (catalog driver_branches)",
+            path=("software", "nvidia_driver"),
+            numbers={"branch": branch, "needed": needed},
+        )
 
 
 def _slurm_fit(loaded: LoadedSpec) -> Iterator[Finding]:

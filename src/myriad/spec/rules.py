@@ -188,6 +188,14 @@ _RULES = (
         acceptable=False,
     ),
     Rule(
+        "driver-gpu",
+        "A driver branch older than a GPU's architecture does not know the GPU: the driver "
+        "installs and loads, and nvidia-smi finds no device. NVIDIA's architecture matrix and "
+        "the CUDA release notes give each architecture's first branch (Blackwell 570).",
+        "A branch at least as new as the newest GPU of the cluster.",
+        acceptable=False,
+    ),
+    Rule(
         "driver-end-of-life",
         "A driver branch past NVIDIA's end of life gets no security or bug fixes.",
         "A supported branch of the catalog's driver_branches.",
