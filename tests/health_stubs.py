@@ -34,12 +34,14 @@ def _h100() -> tuple[str, str]:
     return product.group(1).strip(), driver.group(1)
 
 
-def gpu_xml(count: int) -> str:
-    """`nvidia-smi -q -x` of `count` H100s (see the module docstring)."""
+def gpu_xml(count: int, driver: str | None = None) -> str:
+    """`nvidia-smi -q -x` of `count` H100s (see the module docstring); the driver version is
+    the H100 capture's unless `driver` is given."""
     text = A100_XML.read_text()
     start, end = text.index("    <gpu id="), text.index("    </gpu>") + len("    </gpu>\n")
     block = text[start:end]
-    product, driver = _h100()
+    product, captured = _h100()
+    driver = driver or captured
     gpus = []
     for index in range(count):
         bus = f"00000000:{0x18 + index:02X}:00.0"
@@ -57,10 +59,10 @@ def gpu_xml(count: int) -> str:
     return head + "".join(gpus) + text[end:]
 
 
-def ecc_off_xml(count: int, index: int) -> str:
+def ecc_off_xml(count: int, index: int, driver: str | None = None) -> str:
     """`gpu_xml(count)` with GPU `index`'s ECC off now and on after the next reset (current
     Disabled, pending Enabled): what `nvidia-smi -e 1` leaves until a GPU reset applies it."""
-    head, *gpus = gpu_xml(count).split("    <gpu id=")
+    head, *gpus = gpu_xml(count, driver).split("    <gpu id=")
     on = "<current_ecc>Enabled</current_ecc>"
     assert gpus[index].count(on) == 1
     gpus[index] = gpus[index].replace(on, "<current_ecc>Disabled</current_ecc>")
@@ -70,6 +72,9 @@ def ecc_off_xml(count: int, index: int) -> str:
 # A GB200 tray's fabric values as gpud printed them from NVML (leptonai/gpud pull request
 # #1106): Completed, Success, clique 4026 of one cluster, health summary Not Supported.
 GB200_CLIQUE, GB200_CLUSTER = 4026, "9c6f5af3-53bf-49b5-a436-b66766c413c3"
+# A 580 data center driver release (NVIDIA GPU Operator's release notes list 580.82.07):
+# what the stubs report where the spec asks for branch 580.
+DRIVER_580 = "580.82.07"
 # The name a GB200's driver gives its GPU (`nvidia-smi -L` on a GB200 tray, quoted in
 # NVIDIA/k8s-dra-driver-gpu's bats tests: "GPU 0: NVIDIA GB200 (UUID: ...)").
 GB200_PRODUCT = "NVIDIA GB200"
@@ -83,11 +88,13 @@ def fabric_xml(
     status: str = "Success",
     summary: str = "Not Supported",
     product: str | None = None,
+    driver: str | None = None,
 ) -> str:
     """`nvidia-smi -q -x` of `count` GPUs (tests/health_stubs.py) whose Fabric sections hold
     the values above, in the element names of the real DTD v13 capture; GPU i in clique
-    `cliques[i]` where given; named `product` where given (else the H100's name)."""
-    text = gpu_xml(count)
+    `cliques[i]` where given; named `product` where given (else the H100's name); of
+    `driver` where given."""
+    text = gpu_xml(count, driver)
     if product is not None:
         text = text.replace(_h100()[0], product)
     blocks = text.split("<fabric>")
@@ -346,7 +353,8 @@ def h100_spec(
         },
         "software": {
             "os": "debian-12",
-            "nvidia_driver": "535",
+            # Blackwell trays need 570 or newer (lint driver-gpu).
+            "nvidia_driver": "580" if trays else "535",
             "container_runtime": "docker",
             "orchestrator": "slurm",
             # A test cluster of stubbed GPUs runs no container jobs (plan: slurm-no-containers).

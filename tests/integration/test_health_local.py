@@ -28,8 +28,10 @@ Beside them stand two trays of a rack-scale NVLink domain (issue #30): a GB200 N
 cut to two trays (tests/health_stubs.py `twin_rack_catalog`). Said plainly: each tray's
 stub `nvidia-smi` prints four GB200s whose Fabric sections follow the real DTD v13
 capture, its stub `nvidia-imex-ctl -N` the real 18-node capture cut to the two trays'
-addresses, and its IMEX daemon is a stand-in unit. Node health judges their fabric state
-from those, on the document the health role renders for a tray, under slurmd.
+addresses, and its IMEX daemon is a stand-in unit. Blackwell needs driver 570 or newer
+(lint driver-gpu), so the spec asks for 580 and every stub reports a 580 release. Node
+health judges the trays' fabric state from those, on the document the health role renders
+for a tray, under slurmd.
 One cluster for the module; `down` at the end, even on failure.
 """
 
@@ -50,6 +52,7 @@ import yaml
 
 from accept_stubs import dcgm_output, ib_write_bw_output, nccl_output, standin_script
 from health_stubs import (
+    DRIVER_580,
     FAULT_XML,
     GB200_CLIQUE,
     GB200_CLUSTER,
@@ -172,7 +175,9 @@ def install_stubs(
     cluster: Cluster, node: str, work: Path, xml: str | None = None, gpus: int = 8
 ) -> None:
     cluster.run(node, "mkdir", "-p", TEST_DIR)
-    cluster.write(node, f"{TEST_DIR}/nvidia-smi.xml", gpu_xml(gpus) if xml is None else xml)
+    cluster.write(
+        node, f"{TEST_DIR}/nvidia-smi.xml", gpu_xml(gpus, DRIVER_580) if xml is None else xml
+    )
     cluster.write(
         node,
         "/usr/local/bin/nvidia-smi",
@@ -199,7 +204,13 @@ def install_stubs(
 
 def install_tray_stubs(cluster: Cluster, tray: str, work: Path, imex_nodes: list[str]) -> None:
     """A tray: four GB200s in one NVLink domain, and the IMEX daemon of its domain up."""
-    install_stubs(cluster, tray, work, fabric_xml(TRAY_GPUS, product=GB200_PRODUCT), TRAY_GPUS)
+    install_stubs(
+        cluster,
+        tray,
+        work,
+        fabric_xml(TRAY_GPUS, product=GB200_PRODUCT, driver=DRIVER_580),
+        TRAY_GPUS,
+    )
     cluster.write(tray, "/usr/local/bin/nvidia-imex-ctl", imex_ctl_script(imex_nodes))
     cluster.run(tray, "chmod", "755", "/usr/local/bin/nvidia-imex-ctl")
     # The unit slurmd's drop-in waits for on a tray (render: NVLINK_FABRIC_UNITS["imex"]).
@@ -326,7 +337,7 @@ def test_node_health_drains_resumes_and_leaves_an_administrators_drain(cluster: 
     )
 
     # A GPU missing from nvidia-smi: drained with the count, shown by `myriad health`.
-    cluster.write("node02", f"{TEST_DIR}/nvidia-smi.xml", gpu_xml(7))
+    cluster.write("node02", f"{TEST_DIR}/nvidia-smi.xml", gpu_xml(7, DRIVER_580))
     gpu_reason = "myriad-health: gpu.count expected 8, found 7"
     cluster.wait(
         "node02 drained for a missing GPU",
@@ -347,7 +358,7 @@ def test_node_health_drains_resumes_and_leaves_an_administrators_drain(cluster: 
     # The runner is on compute nodes only.
     assert sorted(report) == ["node01", "node02", *TRAYS]
 
-    cluster.write("node02", f"{TEST_DIR}/nvidia-smi.xml", gpu_xml(8))
+    cluster.write("node02", f"{TEST_DIR}/nvidia-smi.xml", gpu_xml(8, DRIVER_580))
     cluster.wait(
         "node02 resumed with 8 GPUs", lambda: cluster.slurm("node02") == (False, ""), 3 * INTERVAL_S
     )
@@ -385,7 +396,11 @@ def test_a_tray_whose_gpus_leave_its_nvlink_domain_drains_with_the_reason(cluste
 
     # GPU 1 of tray02 registers in another NVLink domain than the tray's other three.
     cluster.run("tray02", "mkdir", "-p", os.path.dirname(FAULT_XML))
-    cluster.write("tray02", FAULT_XML, fabric_xml(TRAY_GPUS, {1: 4027}, product=GB200_PRODUCT))
+    cluster.write(
+        "tray02",
+        FAULT_XML,
+        fabric_xml(TRAY_GPUS, {1: 4027}, product=GB200_PRODUCT, driver=DRIVER_580),
+    )
     finding = (
         "gpu.fabric-state expected every GPU Completed, Success, in one NVLink domain (clique "
         "and cluster UUID), found GPUs disagree on their NVLink domain: "
@@ -557,7 +572,7 @@ def test_remedy_reboots_a_failed_node_then_sends_it_for_repair(cluster: Cluster)
 
     def fail_a_gpu() -> None:
         cluster.run("node02", "mkdir", "-p", os.path.dirname(FAULT_XML))
-        cluster.write("node02", FAULT_XML, gpu_xml(7))
+        cluster.write("node02", FAULT_XML, gpu_xml(7, DRIVER_580))
         cluster.wait(
             "node02 drained for a missing GPU",
             lambda: (
@@ -780,7 +795,7 @@ def _both_fail_and_the_breaker_holds(
     reason = "myriad-health: gpu.count expected 8, found 7"
     for node in ("node01", "node02"):
         cluster.run(node, "mkdir", "-p", os.path.dirname(FAULT_XML))
-        cluster.write(node, FAULT_XML, gpu_xml(7))
+        cluster.write(node, FAULT_XML, gpu_xml(7, DRIVER_580))
     for node in ("node01", "node02"):
         cluster.wait(
             f"{node} drained for a missing GPU",
@@ -853,7 +868,7 @@ def test_remedy_resets_the_gpus_of_a_drained_node_only_once_no_process_holds_the
         # until the next reset.
         cluster.run("node01", "mkdir", "-p", os.path.dirname(FAULT_XML))
         cluster.write("node01", GPU_PROCESSES, "4242\n")
-        cluster.write("node01", FAULT_XML, ecc_off_xml(8, 3))
+        cluster.write("node01", FAULT_XML, ecc_off_xml(8, 3, DRIVER_580))
         cluster.wait(
             "node01 drained for ECC",
             lambda: (
