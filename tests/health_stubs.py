@@ -112,6 +112,17 @@ def fabric_xml(
     return "".join(out)
 
 
+# The twin's rack-scale trays (`twin_rack_catalog`): four GB200s each, as a GB200 NVL72
+# compute tray has.
+TRAY_GPUS = 4
+
+
+def tray_xml(cliques: Mapping[int, int] | None = None) -> str:
+    """`nvidia-smi -q -x` of a twin tray: its four GB200s, under a 580 driver (Blackwell
+    needs 570 or newer), GPU i in clique `cliques[i]` where given."""
+    return fabric_xml(TRAY_GPUS, cliques, product=GB200_PRODUCT, driver=DRIVER_580)
+
+
 IMEX_CAPTURE = (
     SAMPLES
     / "nvidia-imex-ctl"
@@ -283,7 +294,7 @@ def twin_rack_catalog(trays: int) -> dict[str, Any]:
             rack: {
                 "compute_trays": trays,
                 "switch_trays": 0,
-                "gpus": 4 * trays,
+                "gpus": TRAY_GPUS * trays,
                 "cpus": 2 * trays,
                 "nvlink_domain_tbs": 7.2 * trays,
                 "max_power_kw": 1.0,
@@ -294,7 +305,7 @@ def twin_rack_catalog(trays: int) -> dict[str, Any]:
         "servers": {
             "twin-nvl-tray": {
                 "gpu_model": "GB200-186GB",
-                "gpu_count": 4,
+                "gpu_count": TRAY_GPUS,
                 "cpu": {"sockets": 2, "cores_per_socket": 1},
                 "memory_gib": 2,
                 "pcie_gen": 5,
@@ -312,7 +323,7 @@ def twin_rack_catalog(trays: int) -> dict[str, Any]:
 
 TRAY_PROFILE = {
     "server": "twin-nvl-tray",
-    "gpu": {"model": "GB200-186GB", "count": 4},
+    "gpu": {"model": "GB200-186GB", "count": TRAY_GPUS},
     "cpu": {"sockets": 1, "cores_per_socket": 2, "threads_per_core": 1},
     "memory_gib": 2,
 }

@@ -56,17 +56,17 @@ from health_stubs import (
     FAULT_XML,
     GB200_CLIQUE,
     GB200_CLUSTER,
-    GB200_PRODUCT,
     GPU_PROCESSES,
+    TRAY_GPUS,
     TWIN_MODULE_FILE,
     ecc_off_xml,
-    fabric_xml,
     gpu_xml,
     h100_spec,
     imex_ctl_script,
     infiniband_tree,
     nvidia_modprobe_script,
     nvidia_smi_script,
+    tray_xml,
     twin_driver_unit,
 )
 from myriad.node.health import REASON_MAX
@@ -100,7 +100,6 @@ HEALTH = {
 REMEDIATION = {"max_nodes": 1, "breaker_nodes": 2}
 HOOK_PAYLOADS = "hook-payloads.jsonl"
 TRAYS = ("tray01", "tray02")
-TRAY_GPUS = 4
 # The twin's stand-in IMEX daemon: up, as the real one is once it joined its domain.
 IMEX_UNIT = (
     "# Test stub (tests/integration/test_health_local.py): the twin's stand-in IMEX daemon.\n"
@@ -208,7 +207,7 @@ def install_tray_stubs(cluster: Cluster, tray: str, work: Path, imex_nodes: list
         cluster,
         tray,
         work,
-        fabric_xml(TRAY_GPUS, product=GB200_PRODUCT, driver=DRIVER_580),
+        tray_xml(),
         TRAY_GPUS,
     )
     cluster.write(tray, "/usr/local/bin/nvidia-imex-ctl", imex_ctl_script(imex_nodes))
@@ -399,7 +398,7 @@ def test_a_tray_whose_gpus_leave_its_nvlink_domain_drains_with_the_reason(cluste
     cluster.write(
         "tray02",
         FAULT_XML,
-        fabric_xml(TRAY_GPUS, {1: 4027}, product=GB200_PRODUCT, driver=DRIVER_580),
+        tray_xml({1: 4027}),
     )
     finding = (
         "gpu.fabric-state expected every GPU Completed, Success, in one NVLink domain (clique "

@@ -27,14 +27,14 @@ import pytest
 import yaml
 
 from health_stubs import (
-    DRIVER_580,
     GB200_CLIQUE,
     GB200_CLUSTER,
     GB200_PRODUCT,
+    TRAY_GPUS,
     TRAY_PROFILE,
-    fabric_xml,
     imex_ctl_script,
     nvidia_smi_script,
+    tray_xml,
     twin_rack_catalog,
 )
 from myriad.node.checks.model import CheckResult
@@ -123,7 +123,7 @@ def install_tray_stubs(bare: Bare) -> None:
     stub nvidia-imex-ctl whose domain is the trays of the IMEX nodes_config Myriad renders."""
     for tray in TRAY_NAMES:
         imex = bare.inventory.host_vars[tray]["nvidia_driver_imex_nodes"]
-        write(bare, tray, STUB_XML, fabric_xml(4, product=GB200_PRODUCT, driver=DRIVER_580))
+        write(bare, tray, STUB_XML, tray_xml())
         write(bare, tray, "/usr/local/bin/nvidia-smi", nvidia_smi_script(STUB_XML), "755")
         write(bare, tray, "/usr/local/bin/nvidia-imex-ctl", imex_ctl_script(imex), "755")
 
@@ -255,10 +255,7 @@ def test_the_rack_scale_pool_is_one_nvlink_domain_until_a_tray_leaves_it(bare: B
 
     # tray03's GPUs all agree with each other, in another clique than the rest of the rack:
     # on the tray nothing is wrong; only the rack's trays side by side show it.
-    moved_xml = fabric_xml(
-        4, dict.fromkeys(range(4), 4027), product=GB200_PRODUCT, driver=DRIVER_580
-    )
-    write(bare, "tray03", STUB_XML, moved_xml)
+    write(bare, "tray03", STUB_XML, tray_xml(dict.fromkeys(range(TRAY_GPUS), 4027)))
     found = _nvlink_results(bare)
     assert found[("tray03", "gpu.fabric-state")].status == "pass"
     moved = found[("tray03", "gpu.nvlink-domain")]
@@ -276,10 +273,8 @@ def test_the_rack_scale_pool_is_one_nvlink_domain_until_a_tray_leaves_it(bare: B
 
     # tray03 back; tray02's GPU 1 in another clique than its own tray's other GPUs: the tray
     # fails on its own, and is in no one domain to compare with the rack.
-    write(bare, "tray03", STUB_XML, fabric_xml(4, product=GB200_PRODUCT, driver=DRIVER_580))
-    write(
-        bare, "tray02", STUB_XML, fabric_xml(4, {1: 4027}, product=GB200_PRODUCT, driver=DRIVER_580)
-    )
+    write(bare, "tray03", STUB_XML, tray_xml())
+    write(bare, "tray02", STUB_XML, tray_xml({1: 4027}))
     found = _nvlink_results(bare)
     split = found[("tray02", "gpu.fabric-state")]
     assert split.status == "fail" and "4027" in split.actual, split

@@ -786,10 +786,10 @@ def _driver_gpu(loaded: LoadedSpec) -> Iterator[Finding]:
     """A branch older than a GPU's architecture does not drive it: the first run installs a
     driver that sees no GPU."""
     spec, catalog = loaded.spec, loaded.catalog
-    driver = spec.software.nvidia_driver
-    if driver is None or not driver.split(".")[0].isdigit():
+    major = (spec.software.nvidia_driver or "").split(".")[0]
+    if not major.isdigit():
         return
-    branch = int(driver.split(".")[0])
+    branch = int(major)
     profiles: dict[str, list[str]] = {}
     for name, profile in spec.profiles.items():
         if profile.gpu is not None:
@@ -802,15 +802,16 @@ def _driver_gpu(loaded: LoadedSpec) -> Iterator[Finding]:
         if first is None or branch >= first[2]:
             continue
         _, architecture, needed, toolkit = first
-        newer = sorted(int(b) for b in catalog.driver_branches if int(b) >= needed)
-        choice = f"pick branch {newer[0]} or newer" if newer else f"pick branch {needed} or newer"
+        first_listed = min(
+            (int(b) for b in catalog.driver_branches if int(b) >= needed), default=needed
+        )
         yield Finding(
             id="driver-gpu",
             severity="error",
             message=f"NVIDIA driver branch {branch} predates {model} (profiles "
             f"{', '.join(names)}): {architecture} (compute capability {capability // 10}."
             f"{capability % 10}) needs branch {needed} or newer ({toolkit}'s minimum driver)",
-            suggestion=f"{choice} (catalog driver_branches)",
+            suggestion=f"pick branch {first_listed} or newer (catalog driver_branches)",
             path=("software", "nvidia_driver"),
             numbers={"branch": branch, "needed": needed},
         )
